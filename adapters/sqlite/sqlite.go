@@ -1,0 +1,304 @@
+// Package sqlite is the embedded SQLite backend of the Ductus runtime,
+// built on modernc.org/sqlite (pure Go, no cgo).
+//
+// SQLite serialises writers at the database file, so the adapter does the
+// same in-process: every write transaction runs on one connection with
+// BEGIN IMMEDIATE (taking the write lock at the start, so two writers never
+// deadlock upgrading read locks), while reads use a separate pool that WAL
+// lets run beside the writer. Several processes may share one database file;
+// the busy timeout makes a writer wait for another process's transaction.
+// There is no cross-process wake-up: other processes notice new work by
+// polling.
+//
+// Times are integer microseconds since the Unix epoch from SQLite's clock
+// (unixepoch('subsec'), millisecond resolution), computed inside each
+// statement, so leases and due times follow the database's time as on the
+// server backends.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/ductus/ductus/migrations"
+	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/runtime/store/sqltx"
+)
+
+// now is SQLite's clock in microseconds; every statement that needs the
+// time computes it inline.
+const now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
+
+// Config opens a database file.
+type Config struct {
+	// Path is the database file; its folder is created if missing.
+	Path string
+	// Synchronous is "normal" (the default: with WAL a commit survives a
+	// process crash, and a power loss can lose only the last commits) or
+	// "full" (every commit is fsynced).
+	Synchronous string
+	// BusyTimeout is how long a writer waits for another process's write
+	// transaction (default 10s).
+	BusyTimeout time.Duration
+	// ReadConns bounds the read pool (default 4).
+	ReadConns int
+}
+
+// Backend is a store.Backend on one SQLite database file.
+type Backend struct {
+	w, r *sql.DB
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+var _ store.Backend = (*Backend)(nil)
+
+// Open opens (creating if needed) the database and applies the schema.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("sqlite: Config.Path is required")
+	}
+	sync := "NORMAL"
+	switch cfg.Synchronous {
+	case "", "normal":
+	case "full":
+		sync = "FULL"
+	default:
+		return nil, fmt.Errorf("sqlite: synchronous must be \"normal\" or \"full\", not %q", cfg.Synchronous)
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = 10 * time.Second
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = 4
+	}
+	if dir := filepath.Dir(cfg.Path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	dsn := func(txlock string, extra ...string) string {
+		q := url.Values{}
+		for _, p := range append([]string{
+			fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()),
+			"journal_mode(WAL)",
+			"synchronous(" + sync + ")",
+			"foreign_keys(1)",
+		}, extra...) {
+			q.Add("_pragma", p)
+		}
+		q.Set("_txlock", txlock)
+		return "file:" + cfg.Path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn("immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", dsn("deferred", "query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	r.SetMaxOpenConns(cfg.ReadConns)
+	r.SetMaxIdleConns(cfg.ReadConns)
+	b := &Backend{w: w, r: r, stmts: map[string]*sql.Stmt{}}
+	fsys, err := migrations.For("sqlite")
+	if err == nil {
+		err = store.Migrate(ctx, b, fsys)
+	}
+	if err == nil {
+		err = b.prepare(ctx)
+	}
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", cfg.Path, err)
+	}
+	return b, nil
+}
+
+// Name implements store.Backend.
+func (b *Backend) Name() string { return "sqlite" }
+
+// Close implements store.Backend.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	for _, s := range b.stmts {
+		s.Close()
+	}
+	b.stmts = map[string]*sql.Stmt{}
+	b.mu.Unlock()
+	return errors.Join(b.w.Close(), b.r.Close())
+}
+
+// Now implements store.Backend.
+func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+	var us int64
+	if err := b.r.QueryRowContext(ctx, "SELECT "+now).Scan(&us); err != nil {
+		return time.Time{}, classify("read the clock", err)
+	}
+	return time.UnixMicro(us), nil
+}
+
+// Begin implements store.Backend. SQLite has no per-transaction
+// durability switch, so Relaxed changes nothing here.
+func (b *Backend) Begin(ctx context.Context, _ store.TxOptions) (store.Tx, error) {
+	tx, err := b.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("begin", err)
+	}
+	return &sqltx.Tx{Tx: tx, Name: "sqlite", Classify: classify}, nil
+}
+
+// write runs fn in a write transaction (or the caller's).
+func (b *Backend) write(ctx context.Context, outer store.Tx, fn func(tx *sql.Tx) error) error {
+	return sqltx.Run(ctx, b.w, nil, outer, classify, fn)
+}
+
+// hot lists the fixed statements of the message path, prepared once at
+// open on the writer connection. (Preparing lazily is not possible: the
+// writer pool's single connection is busy inside the transaction that would
+// need the statement.)
+var hot = []string{
+	sqlClaim, sqlClaimPKs, sqlTakeReadopt, sqlTakeMove, sqlTakeDelete, sqlTakeRead, sqlLeaseValid,
+	sqlCompleteOne, sqlDeleteClaimed, sqlActorCommit, sqlUpsertActor, sqlInsertReady, sqlAdvanceActor,
+	sqlInsertMessage,
+}
+
+func (b *Backend) prepare(ctx context.Context) error {
+	for _, q := range hot {
+		s, err := b.w.PrepareContext(ctx, q)
+		if err != nil {
+			return classify("prepare", err)
+		}
+		b.stmts[q] = s
+	}
+	return nil
+}
+
+// stmt returns the prepared form of a hot statement bound to tx, or nil.
+func (b *Backend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	b.mu.Lock()
+	s, ok := b.stmts[query]
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return tx.StmtContext(ctx, s)
+}
+
+// exec runs a statement in tx, prepared when it is a fixed hot statement.
+func (b *Backend) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (int64, error) {
+	var res sql.Result
+	var err error
+	if s := b.stmt(ctx, tx, query); s != nil {
+		res, err = s.ExecContext(ctx, args...)
+	} else {
+		res, err = tx.ExecContext(ctx, query, args...)
+	}
+	if err != nil {
+		return 0, classify(op, err)
+	}
+	return res.RowsAffected()
+}
+
+// query runs a query in tx.
+func (b *Backend) query(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	var err error
+	if s := b.stmt(ctx, tx, query); s != nil {
+		rows, err = s.QueryContext(ctx, args...)
+	} else {
+		rows, err = tx.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	return rows, nil
+}
+
+// classify is the adapter's one error-mapping function: SQLITE_BUSY and
+// SQLITE_LOCKED (another writer holds the file past the busy timeout) are
+// transient; everything else is permanent.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *store.Error
+	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	transient := false
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		switch e.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			transient = true
+		}
+	}
+	return &store.Error{Backend: "sqlite", Op: op, Transient: transient, Err: err}
+}
+
+// MigrationsApplied implements store.Migrator.
+func (b *Backend) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
+	if _, err := b.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ductus_schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return nil, classify("create the migrations table", err)
+	}
+	rows, err := b.w.QueryContext(ctx, "SELECT version FROM ductus_schema_migrations")
+	if err != nil {
+		return nil, classify("read applied migrations", err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, classify("read applied migrations", err)
+		}
+		out[v] = true
+	}
+	return out, classify("read applied migrations", rows.Err())
+}
+
+// MigrationApply implements store.Migrator: SQLite runs DDL in a
+// transaction, so a file applies whole or not at all.
+func (b *Backend) MigrationApply(ctx context.Context, f store.MigrationFile) error {
+	return b.write(ctx, nil, func(tx *sql.Tx) error {
+		for _, s := range store.SplitStatements(f.SQL) {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return classify("apply "+f.Name, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO ductus_schema_migrations (version, name, applied_at) VALUES (?, ?, "+now+")", f.Version, f.Name)
+		return classify("record "+f.Name, err)
+	})
+}
+
+func micros(t sql.NullInt64) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(t.Int64)
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}

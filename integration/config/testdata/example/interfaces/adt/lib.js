@@ -1,0 +1,3 @@
+function mrn(msg) {
+  return msg.get("PID-3.1");
+}

@@ -1,0 +1,3 @@
+function transform(run) {
+  return "due\n" + run.due + "\n";
+}

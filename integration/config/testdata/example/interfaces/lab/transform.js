@@ -1,0 +1,3 @@
+function transform(row) {
+  return { mrn: row.mrn, test: row.test, value: row.value };
+}

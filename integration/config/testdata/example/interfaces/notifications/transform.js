@@ -1,0 +1,3 @@
+function transform(msg) {
+  return msg;
+}

@@ -1,0 +1,175 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// stageEffects commits one turn of r that stages the given effects.
+func stageEffects(t *testing.T, b store.Backend, r actor.Ref, effects ...store.NewEffect) store.Lease {
+	t.Helper()
+	enqueueN(t, b, r, 1)
+	owner := newOwner()
+	l := claimOne(t, b, owner, r)
+	msgs := take(t, b, owner, l, 1)
+	for i := range effects {
+		effects[i].MessageID = msgs[0].ID
+		if effects[i].Args == nil {
+			effects[i].Args = []byte("{}")
+		}
+	}
+	commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs), Effects: effects})
+	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+var effectSeq int
+
+func uuid() string { effectSeq++; return fmt.Sprintf("uuid-%d-%d", time.Now().UnixNano(), effectSeq) }
+
+func claimEffects(t *testing.T, b store.Backend, owner string, run int) []store.Effect {
+	t.Helper()
+	fx, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 50, Names: []string{"fx", "other"}, OrderedRun: run})
+	if err != nil {
+		t.Fatalf("claim effects: %v", err)
+	}
+	return fx
+}
+
+func finish(t *testing.T, b store.Backend, owner string, outcomes ...store.EffectOutcome) {
+	t.Helper()
+	if err := b.EffectFinish(ctxT(t), &store.EffectFinishParams{Owner: owner, Outcomes: outcomes}); err != nil {
+		t.Fatalf("finish effects: %v", err)
+	}
+}
+
+var effectTests = map[string]func(*testing.T, store.Backend){
+	"UnorderedLifecycle": func(t *testing.T, b store.Backend) {
+		l := stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx", Args: []byte(`{"a":1}`)},
+			store.NewEffect{UUID: uuid(), Name: "fx"}, store.NewEffect{UUID: uuid(), Name: "nohandler"})
+		owner := newOwner()
+		fx := claimEffects(t, b, owner, 1)
+		if len(fx) != 2 {
+			t.Fatalf("claimed %d effects, want the 2 with a handler", len(fx))
+		}
+		e := fx[0]
+		if e.Ref != ref("x") || e.Attempt != 1 || e.Generation != l.Generation || string(e.Args) != `{"a":1}` || e.UUID == "" {
+			t.Fatalf("effect = %+v", e)
+		}
+		if again := claimEffects(t, b, newOwner(), 1); len(again) != 0 {
+			t.Fatal("a claimed effect was claimed again")
+		}
+		// A stale outcome (wrong attempt) changes nothing.
+		finish(t, b, owner, store.EffectOutcome{ID: e.ID, Attempt: e.Attempt + 1, Success: true})
+		finish(t, b, owner, store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Success: true, Result: []byte(`"ok"`)},
+			store.EffectOutcome{ID: fx[1].ID, Attempt: 1, Error: "down", RetryAfter: 200 * time.Millisecond})
+		got, err := b.EffectGet(ctxT(t), e.ID)
+		if err != nil || got.State != store.EffectDone || string(got.Result) != `"ok"` {
+			t.Fatalf("effect after success = %+v, %v", got, err)
+		}
+		var retried []store.Effect
+		eventually(t, 5*time.Second, "the retry", func() bool { retried = claimEffects(t, b, owner, 1); return len(retried) == 1 })
+		if retried[0].ID != fx[1].ID || retried[0].Attempt != 2 {
+			t.Fatalf("retry = %+v", retried[0])
+		}
+		finish(t, b, owner, store.EffectOutcome{ID: retried[0].ID, Attempt: 2, Error: "gave up", Dead: true})
+		dead, err := b.EffectList(ctxT(t), &store.EffectListParams{State: store.EffectDead})
+		if err != nil || len(dead) != 1 || dead[0].Error != "gave up" {
+			t.Fatalf("dead effects = %+v, %v", dead, err)
+		}
+		if ok, err := b.EffectRetry(ctxT(t), dead[0].ID); !ok || err != nil {
+			t.Fatalf("operator retry = %v, %v", ok, err)
+		}
+		if again := claimEffects(t, b, owner, 1); len(again) != 1 || again[0].Attempt != 1 {
+			t.Fatalf("after an operator retry claimed %+v", again)
+		}
+	},
+	"ExpiredClaimIsReclaimed": func(t *testing.T, b store.Backend) {
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx"})
+		fx, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: "dead-worker", TTL: 150 * time.Millisecond, Limit: 10, Names: []string{"fx"}})
+		if err != nil || len(fx) != 1 {
+			t.Fatal(fx, err)
+		}
+		owner := newOwner()
+		var again []store.Effect
+		eventually(t, 5*time.Second, "the claim to expire", func() bool { again = claimEffects(t, b, owner, 1); return len(again) == 1 })
+		if again[0].Attempt != 2 {
+			t.Fatalf("attempt %d", again[0].Attempt)
+		}
+		// The dead worker's late outcome is refused.
+		finish(t, b, "dead-worker", store.EffectOutcome{ID: fx[0].ID, Attempt: 1, Success: true})
+		if e, _ := b.EffectGet(ctxT(t), fx[0].ID); e.State != store.EffectPending {
+			t.Fatalf("a stale claim recorded its outcome: %s", e.State)
+		}
+	},
+	"OrderedHeadOnlyAndBlocking": func(t *testing.T, b store.Backend) {
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true, Args: []byte(`1`)},
+			store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true, Args: []byte(`2`)},
+			store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true, Args: []byte(`3`)})
+		stageEffects(t, b, ref("y"), store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true, Args: []byte(`"y1"`)})
+		owner := newOwner()
+		fx := claimEffects(t, b, owner, 1)
+		if len(fx) != 2 {
+			t.Fatalf("claimed %d, want one head per actor", len(fx))
+		}
+		var head store.Effect
+		for _, e := range fx {
+			if e.Ref == ref("x") {
+				head = e
+			}
+		}
+		if string(head.Args) != `1` || !head.Ordered {
+			t.Fatalf("x's head = %+v", head)
+		}
+		if more := claimEffects(t, b, newOwner(), 1); len(more) != 0 {
+			t.Fatalf("claimed %v while heads are in flight", more)
+		}
+		// The head fails: the later ones wait for its back-off.
+		finish(t, b, owner, store.EffectOutcome{ID: head.ID, Attempt: 1, Error: "receiver down", RetryAfter: 300 * time.Millisecond})
+		if more := claimEffects(t, b, owner, 1); len(more) != 0 {
+			t.Fatalf("claimed %v while the ordered head backs off", more)
+		}
+		var retry []store.Effect
+		eventually(t, 5*time.Second, "the head's retry", func() bool { retry = claimEffects(t, b, owner, 3); return len(retry) > 0 })
+		if string(retry[0].Args) != `1` || retry[0].Attempt != 2 || len(retry) != 3 {
+			t.Fatalf("retry run = %+v, want the head again then the rest", retry)
+		}
+		// A run: head succeeds, second dies (unblocking), third released.
+		finish(t, b, owner, store.EffectOutcome{ID: retry[0].ID, Attempt: 2, Success: true},
+			store.EffectOutcome{ID: retry[1].ID, Attempt: 1, Error: "bad", Dead: true},
+			store.EffectOutcome{ID: retry[2].ID, Attempt: 1, Release: true})
+		last := claimEffects(t, b, owner, 3)
+		if len(last) != 1 || string(last[0].Args) != `3` || last[0].Attempt != 1 {
+			t.Fatalf("after the dead one claimed %+v, want effect 3 at attempt 1", last)
+		}
+	},
+	"OutcomeMessages": func(t *testing.T, b store.Backend) {
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx", OnSuccess: "done"})
+		owner := newOwner()
+		fx := claimEffects(t, b, owner, 1)
+		out := store.NewMessage{Ref: ref("x"), Name: "done", Args: []byte(`{"effect_id":"e"}`), MustExist: true, System: true}
+		finish(t, b, owner, store.EffectOutcome{ID: fx[0].ID, Attempt: 1, Success: true, Outcome: &out})
+		l := claimOne(t, b, owner, ref("x"))
+		msgs := take(t, b, owner, l, 10)
+		if len(msgs) != 1 || msgs[0].Name != "done" {
+			t.Fatalf("outcome message = %+v", msgs)
+		}
+		// After destroy an outcome never recreates the actor.
+		stageEffects(t, b, ref("z"), store.NewEffect{UUID: uuid(), Name: "fx"})
+		fz := claimEffects(t, b, owner, 1)
+		if _, err := b.ActorDestroy(ctxT(t), ref("z")); err != nil {
+			t.Fatal(err)
+		}
+		outZ := store.NewMessage{Ref: ref("z"), Name: "done", Args: []byte(`{}`), MustExist: true}
+		finish(t, b, owner, store.EffectOutcome{ID: fz[0].ID, Attempt: 1, Success: true, Outcome: &outZ})
+		if a, err := b.ActorGet(ctxT(t), ref("z")); err == nil {
+			t.Fatalf("an outcome recreated a destroyed actor: %+v", a)
+		}
+	},
+}

@@ -1,0 +1,110 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+func stageReminder(t *testing.T, b store.Backend, r actor.Ref, changes ...store.ReminderChange) {
+	t.Helper()
+	enqueueN(t, b, r, 1)
+	owner := newOwner()
+	l := claimOne(t, b, owner, r)
+	msgs := take(t, b, owner, l, 1)
+	commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs), Reminders: changes})
+	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func claimReminders(t *testing.T, b store.Backend, owner string) []store.Reminder {
+	t.Helper()
+	rs, err := b.ReminderClaim(ctxT(t), &store.ReminderClaimParams{Owner: owner, TTL: time.Minute, Limit: 100, Types: allTypes})
+	if err != nil {
+		t.Fatalf("claim reminders: %v", err)
+	}
+	return rs
+}
+
+var reminderTests = map[string]func(*testing.T, store.Backend){
+	"FireAdvanceAndOccurrenceKey": func(t *testing.T, b store.Backend) {
+		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "tick", Message: "tick", Args: []byte(`{"k":1}`), Schedule: []byte(`{"every":60000000000}`)})
+		owner := newOwner()
+		var rs []store.Reminder
+		eventually(t, 5*time.Second, "the reminder to come due", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
+		r := rs[0]
+		if r.Ref != ref("x") || r.Name != "tick" || r.Occurrence != 0 || r.Now.IsZero() {
+			t.Fatalf("reminder = %+v", r)
+		}
+		if again := claimReminders(t, b, newOwner()); len(again) != 0 {
+			t.Fatal("a claimed reminder was claimed again")
+		}
+		fire := store.ReminderFire{ID: r.ID, Occurrence: 1, Message: store.NewMessage{Ref: r.Ref, Name: r.Message, Args: r.Args}, Next: r.Now.Add(time.Hour)}
+		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+			t.Fatal(err)
+		}
+		// A second scheduler firing the same occurrence changes nothing.
+		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+			t.Fatal(err)
+		}
+		l := claimOne(t, b, owner, ref("x"))
+		msgs := take(t, b, owner, l, 10)
+		if len(msgs) != 1 || msgs[0].Name != "tick" || string(msgs[0].Args) != `{"k":1}` {
+			t.Fatalf("occurrence messages = %+v", msgs)
+		}
+		m, _ := b.MessageGet(ctxT(t), msgs[0].ID)
+		if m.IdempotencyKey == "" {
+			t.Fatal("the occurrence has no idempotency key")
+		}
+		list, err := b.ReminderList(ctxT(t), ref("x"))
+		if err != nil || len(list) != 1 || list[0].Occurrence != 1 || list[0].NextAt.Before(r.Now.Add(59*time.Minute)) {
+			t.Fatalf("reminder after firing = %+v, %v", list, err)
+		}
+	},
+	"OneShotIsDeletedAndCancel": func(t *testing.T, b store.Backend) {
+		now, _ := b.Now(ctxT(t))
+		stageReminder(t, b, ref("x"),
+			store.ReminderChange{Name: "once", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`), NextAt: now},
+			store.ReminderChange{Name: "gone", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`), NextIn: time.Hour})
+		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "gone", Cancel: true})
+		owner := newOwner()
+		rs := claimReminders(t, b, owner)
+		if len(rs) != 1 || rs[0].Name != "once" {
+			t.Fatalf("claimed %+v", rs)
+		}
+		fire := store.ReminderFire{ID: rs[0].ID, Occurrence: 1, Message: store.NewMessage{Ref: ref("x"), Name: "m", Args: []byte(`{}`)}}
+		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := b.ReminderList(ctxT(t), ref("x")); len(list) != 0 {
+			t.Fatalf("reminders left: %+v", list)
+		}
+	},
+	"ReplaceByName": func(t *testing.T, b store.Backend) {
+		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "r", Message: "a", Args: []byte(`1`), Schedule: []byte(`{}`), NextIn: time.Hour})
+		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "r", Message: "b", Args: []byte(`2`), Schedule: []byte(`{}`), NextIn: 2 * time.Hour})
+		list, err := b.ReminderList(ctxT(t), ref("x"))
+		if err != nil || len(list) != 1 || list[0].Message != "b" || string(list[0].Args) != "2" {
+			t.Fatalf("after replace = %+v, %v", list, err)
+		}
+	},
+	"DestroyedActorIsNotRecreated": func(t *testing.T, b store.Backend) {
+		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "r", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`)})
+		owner := newOwner()
+		var rs []store.Reminder
+		eventually(t, 5*time.Second, "the reminder", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
+		if _, err := b.ActorDestroy(ctxT(t), ref("x")); err != nil {
+			t.Fatal(err)
+		}
+		fire := store.ReminderFire{ID: rs[0].ID, Occurrence: 1, Message: store.NewMessage{Ref: ref("x"), Name: "m", Args: []byte(`{}`)}}
+		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := b.ActorGet(ctxT(t), ref("x")); err == nil {
+			t.Fatalf("a reminder recreated a destroyed actor: %+v", a)
+		}
+	},
+}
