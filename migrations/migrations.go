@@ -18,7 +18,7 @@ import (
 	"io/fs"
 )
 
-//go:embed sqlite/*.sql
+//go:embed sqlite/*.sql postgres/*.sql mysql/*.sql
 var files embed.FS
 
 // For returns the migration files of a backend ("sqlite", "postgres",
