@@ -12,7 +12,9 @@ import (
 )
 
 const (
-	leaseHeld = `EXISTS (SELECT 1 FROM ductus_actors WHERE pk = ? AND lease_owner = ? AND generation = ? AND lease_expires > ` + now + `)`
+	// leaseHeld guards the take: the lease must be valid and the actor not
+	// paused (a paused actor's cached activation takes nothing).
+	leaseHeld = `EXISTS (SELECT 1 FROM ductus_actors WHERE pk = ? AND lease_owner = ? AND generation = ? AND lease_expires > ` + now + ` AND paused = 0)`
 	// sqlTakeReadopt takes over messages an earlier generation claimed and
 	// never finished (its worker died or lost the lease): they run first.
 	sqlTakeReadopt = `UPDATE ductus_claimed SET generation = ?, attempt = attempt + 1, claimed_at = ` + now + `

@@ -173,8 +173,18 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		if _, err := b.ActorPause(ctx, ref("x"), false); err != nil {
 			t.Fatal(err)
 		}
-		if ls := claim(t, b, newOwner(), time.Minute, 10); len(ls) != 1 {
+		owner := newOwner()
+		ls := claim(t, b, owner, time.Minute, 10)
+		if len(ls) != 1 {
 			t.Fatal("a resumed actor was not claimed")
+		}
+		// Pausing an actor whose activation is held stops its takes too.
+		l := ls[0]
+		if _, err := b.ActorPause(ctx, ref("x"), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := take(t, b, owner, l, 10); len(got) != 0 {
+			t.Fatalf("took %+v from a paused actor", got)
 		}
 		if ok, err := b.ActorPause(ctx, ref("nobody"), true); ok || err != nil {
 			t.Fatalf("pausing a missing actor = %v, %v", ok, err)

@@ -1,0 +1,9 @@
+package sqlite_test
+
+import (
+	"testing"
+
+	"github.com/ductus/ductus/runtime/scenariotest"
+)
+
+func TestScenarios(t *testing.T) { scenariotest.Run(t, open) }

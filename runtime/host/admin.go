@@ -1,0 +1,242 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// The operator API. Every call passes the administration policy with the
+// action's name (and, for one actor, its Ref) before it reads or changes
+// anything.
+
+func isNotFound(err error) bool { return errors.Is(err, actor.ErrNotFound) }
+
+func (h *Host) admin(ctx context.Context, action string, ref actor.Ref) error {
+	return h.cfg.Policies.Authorize(ctx, actor.Request{Operation: actor.OpAdministration, Action: action, Ref: ref})
+}
+
+// DeadLetters pages dead-lettered messages of a type ("" = all), oldest
+// first, after the message ID afterID.
+func (h *Host) DeadLetters(ctx context.Context, typ string, afterID int64, limit int) ([]store.DeadLetter, error) {
+	if err := h.admin(ctx, "dead_letter.list", actor.Ref{Type: typ}); err != nil {
+		return nil, err
+	}
+	return h.be.DeadLetterList(ctx, &store.DeadLetterListParams{Type: typ, AfterID: afterID, Limit: limit})
+}
+
+// DeadLetter reads one dead letter.
+func (h *Host) DeadLetter(ctx context.Context, id actor.MessageID) (*store.DeadLetter, error) {
+	d, err := h.be.DeadLetterGet(ctx, int64(id))
+	if err != nil {
+		return nil, err
+	}
+	if err := h.admin(ctx, "dead_letter.read", d.Ref); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// RetryDeadLetter enqueues a copy of a dead message at the tail of its
+// actor's mailbox (history is not rewritten) and returns the new message.
+func (h *Host) RetryDeadLetter(ctx context.Context, id actor.MessageID) (actor.MessageID, error) {
+	d, err := h.be.DeadLetterGet(ctx, int64(id))
+	if err != nil {
+		return 0, err
+	}
+	if err := h.admin(ctx, "dead_letter.retry", d.Ref); err != nil {
+		return 0, err
+	}
+	res, err := h.be.DeadLetterRetry(ctx, int64(id), h.cfg.Limits.MailboxMessages)
+	if err != nil {
+		return 0, err
+	}
+	h.workArrived(res.ActorPK)
+	return actor.MessageID(res.MessageID), nil
+}
+
+// DiscardDeadLetter removes a dead letter (the message row stays as history).
+func (h *Host) DiscardDeadLetter(ctx context.Context, id actor.MessageID) (bool, error) {
+	d, err := h.be.DeadLetterGet(ctx, int64(id))
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := h.admin(ctx, "dead_letter.discard", d.Ref); err != nil {
+		return false, err
+	}
+	return h.be.DeadLetterDiscard(ctx, int64(id))
+}
+
+// Pause holds an actor's mailbox: enqueues still commit, nothing runs until
+// Resume. A turn already running finishes.
+func (h *Host) Pause(ctx context.Context, ref actor.Ref) (bool, error) {
+	if err := h.admin(ctx, "actor.pause", ref); err != nil {
+		return false, err
+	}
+	return h.be.ActorPause(ctx, ref, true)
+}
+
+// Resume releases a paused actor.
+func (h *Host) Resume(ctx context.Context, ref actor.Ref) (bool, error) {
+	if err := h.admin(ctx, "actor.resume", ref); err != nil {
+		return false, err
+	}
+	ok, err := h.be.ActorPause(ctx, ref, false)
+	if ok {
+		h.poke(h.wake)
+	}
+	return ok, err
+}
+
+// SkipHead dead-letters the actor's earliest unfinished message (a poison
+// message blocking the rest) and returns its ID. Pause the actor first if
+// its head is running.
+func (h *Host) SkipHead(ctx context.Context, ref actor.Ref, reason string) (actor.MessageID, error) {
+	if err := h.admin(ctx, "actor.skip_head", ref); err != nil {
+		return 0, err
+	}
+	id, err := h.be.ActorSkipHead(ctx, ref, reason)
+	if err == nil {
+		h.poke(h.wake)
+		h.waiters.signal(id, &actor.DeadLetterError{MessageID: actor.MessageID(id), Reason: "skipped by an operator: " + reason})
+	}
+	return actor.MessageID(id), err
+}
+
+// Actors is the queryable actor directory: actors of a type, optionally
+// filtered by a state value, quiet ones, or ones orphaned against an owner
+// table, paged by ID. It reads; it never writes actor state (repairs go
+// through messages).
+func (h *Host) Actors(ctx context.Context, p store.ActorListParams) ([]store.ActorInfo, error) {
+	if err := h.admin(ctx, "actor.list", actor.Ref{Type: p.Type}); err != nil {
+		return nil, err
+	}
+	if _, err := h.reg.Lookup(p.Type); err != nil {
+		return nil, err
+	}
+	return h.be.ActorList(ctx, &p)
+}
+
+// Actor reads one actor's stored row.
+func (h *Host) Actor(ctx context.Context, ref actor.Ref) (*store.ActorInfo, error) {
+	if err := h.admin(ctx, "actor.read", ref); err != nil {
+		return nil, err
+	}
+	return h.be.ActorGet(ctx, ref)
+}
+
+// Effects pages effects in a state, newest first.
+func (h *Host) Effects(ctx context.Context, p store.EffectListParams) ([]store.EffectInfo, error) {
+	if err := h.admin(ctx, "effect.list", actor.Ref{Type: p.Type}); err != nil {
+		return nil, err
+	}
+	return h.be.EffectList(ctx, &p)
+}
+
+// RetryEffect makes a dead effect pending again.
+func (h *Host) RetryEffect(ctx context.Context, id int64) (bool, error) {
+	e, err := h.be.EffectGet(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if err := h.admin(ctx, "effect.retry", e.Ref); err != nil {
+		return false, err
+	}
+	ok, err := h.be.EffectRetry(ctx, id)
+	if ok {
+		h.poke(h.fxWake)
+	}
+	return ok, err
+}
+
+// Reminders lists an actor's reminders.
+func (h *Host) Reminders(ctx context.Context, ref actor.Ref) ([]store.ReminderInfo, error) {
+	if err := h.admin(ctx, "reminder.list", ref); err != nil {
+		return nil, err
+	}
+	return h.be.ReminderList(ctx, ref)
+}
+
+// Processes lists the runtime processes registered on the database.
+func (h *Host) Processes(ctx context.Context) ([]store.ProcessInfo, error) {
+	if err := h.admin(ctx, "process.list", actor.Ref{}); err != nil {
+		return nil, err
+	}
+	return h.be.ProcessList(ctx)
+}
+
+// MigrationFailure is one stored actor whose state does not migrate.
+type MigrationFailure struct {
+	Ref     actor.Ref
+	Version int
+	Err     error
+}
+
+// MigrationReport is the outcome of a dry run.
+type MigrationReport struct {
+	Type     string
+	Checked  int
+	Current  int // already at the code's version
+	Migrated int // would migrate cleanly
+	Failures []MigrationFailure
+}
+
+// DryRunMigration applies the type's migration steps to every stored
+// actor's state in memory, writing nothing, and reports the ones that fail
+// (a missing step, an error, output that is not JSON or does not decode, a
+// version newer than the code). progress, if set, is called every page.
+func (h *Host) DryRunMigration(ctx context.Context, typ string, progress func(checked int)) (*MigrationReport, error) {
+	if err := h.admin(ctx, "migration.dry_run", actor.Ref{Type: typ}); err != nil {
+		return nil, err
+	}
+	def, err := h.reg.Lookup(typ)
+	if err != nil {
+		return nil, err
+	}
+	version := def.Spec().StateVersion
+	rep := &MigrationReport{Type: typ}
+	after := ""
+	for {
+		page, err := h.be.ActorList(ctx, &store.ActorListParams{Type: typ, AfterID: after, Limit: 500})
+		if err != nil {
+			return rep, err
+		}
+		for _, a := range page {
+			rep.Checked++
+			switch {
+			case a.State == nil:
+				rep.Current++
+			case a.StateVersion == version:
+				if _, err := def.Load(a.State, a.StateVersion); err != nil {
+					rep.Failures = append(rep.Failures, MigrationFailure{Ref: a.Ref, Version: a.StateVersion, Err: err})
+				} else {
+					rep.Current++
+				}
+			default:
+				if _, err := def.Load(a.State, a.StateVersion); err != nil {
+					rep.Failures = append(rep.Failures, MigrationFailure{Ref: a.Ref, Version: a.StateVersion, Err: err})
+				} else {
+					rep.Migrated++
+				}
+			}
+		}
+		if progress != nil {
+			progress(rep.Checked)
+		}
+		if len(page) < 500 {
+			return rep, nil
+		}
+		after = page[len(page)-1].Ref.ID
+	}
+}
+
+// String summarises a report.
+func (r *MigrationReport) String() string {
+	return fmt.Sprintf("%s: %d checked, %d current, %d would migrate, %d fail", r.Type, r.Checked, r.Current, r.Migrated, len(r.Failures))
+}

@@ -1,0 +1,176 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// Config configures a Host. Zero fields take the defaults documented on
+// each field.
+type Config struct {
+	Backend  store.Backend   // required
+	Registry *actor.Registry // required: the actor types this process knows
+	Policies actor.Policies  // authorization hooks (nil hooks allow)
+	Limits   actor.Limits    // value limits (zero fields: actor.DefaultLimits)
+	Logger   *slog.Logger    // default: discard
+	// Metrics receives the runtime's Prometheus collectors; nil keeps them
+	// in a private registry (see Host.Metrics).
+	Metrics prometheus.Registerer
+	// Effects maps effect names to their handlers.
+	Effects map[string]Effect
+
+	Kind    string // process kind in the process registry (default "runtime")
+	Version string // application version, for spotting mixed fleets
+
+	// Workers is how many activations run at once (default 8). Zero
+	// workers with NoWorkers makes a client-only process.
+	Workers   int
+	NoWorkers bool
+	// BatchSize is K: how many ready messages a turn takes and commits
+	// together (default 64; see the README's benchmark table).
+	BatchSize int
+	// LeaseTTL is an activation lease's length (default 30s); leases are
+	// renewed every RenewEvery (default LeaseTTL/3) while cached.
+	LeaseTTL   time.Duration
+	RenewEvery time.Duration
+	// PollInterval is the safety-net poll for work other processes enqueue
+	// (default 500ms; wake-ups make it rarely matter).
+	PollInterval time.Duration
+	// A pass over one activation stops after PassMessages messages or
+	// PassDuration (defaults 1024 and 500ms), then yields its lease so
+	// actors that waited longer go first.
+	PassMessages int
+	PassDuration time.Duration
+	// Idle activations stay cached (lease renewed) for IdleTimeout (default
+	// 30s), at most CacheCapacity of them (default 10,000; least recently
+	// used go first).
+	IdleTimeout   time.Duration
+	CacheCapacity int
+	// Retry governs failed messages.
+	Retry RetryPolicy
+	// AskTimeout is Ask's default wait (default 30s).
+	AskTimeout time.Duration
+	// ShutdownTimeout bounds how long Shutdown waits for running turns
+	// (default 30s).
+	ShutdownTimeout time.Duration
+	// Heartbeat is the process row's heartbeat interval (default 5s);
+	// rows silent for ProcessRetention (default 24h) are deleted.
+	Heartbeat        time.Duration
+	ProcessRetention time.Duration
+	// SystemAllowance is how far runtime deliveries (effect outcomes) may
+	// exceed a full mailbox (default 100).
+	SystemAllowance int
+	// Retention prunes finished history older than Keep; zero Keep (the
+	// default) keeps everything.
+	Retention Retention
+}
+
+// RetryPolicy is the back-off for failed messages: attempt n waits
+// Base*2^(n-1), capped at Max, with ±Jitter of it randomised; after
+// MaxAttempts the message is dead-lettered.
+type RetryPolicy struct {
+	MaxAttempts int           // default 10
+	Base        time.Duration // default 100ms
+	Max         time.Duration // default 5m
+	Jitter      float64       // fraction, default 0.2
+}
+
+// Retention prunes finished messages, effects, delivered outbox and
+// broadcast rows in bounded batches.
+type Retention struct {
+	Keep  time.Duration // 0 = keep forever
+	Every time.Duration // default 1m
+	Batch int           // rows per table per call, default 1000
+}
+
+// Delay is the back-off before attempt+1 after attempt failed.
+func (r RetryPolicy) Delay(attempt int) time.Duration {
+	d := r.Base
+	for i := 1; i < attempt && d < r.Max; i++ {
+		d *= 2
+	}
+	d = min(d, r.Max)
+	if r.Jitter > 0 {
+		span := float64(d) * r.Jitter
+		d += time.Duration((rand.Float64()*2 - 1) * span)
+	}
+	return max(d, time.Millisecond)
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	cfg := *c
+	if cfg.Backend == nil {
+		return cfg, errors.New("host: Config.Backend is required")
+	}
+	if cfg.Registry == nil {
+		return cfg, errors.New("host: Config.Registry is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if cfg.Kind == "" {
+		cfg.Kind = "runtime"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	defInt(&cfg.Workers, 8)
+	defInt(&cfg.BatchSize, 64)
+	def(&cfg.LeaseTTL, 30*time.Second)
+	def(&cfg.RenewEvery, cfg.LeaseTTL/3)
+	def(&cfg.PollInterval, 500*time.Millisecond)
+	defInt(&cfg.PassMessages, 1024)
+	def(&cfg.PassDuration, 500*time.Millisecond)
+	def(&cfg.IdleTimeout, 30*time.Second)
+	defInt(&cfg.CacheCapacity, 10_000)
+	defInt(&cfg.Retry.MaxAttempts, 10)
+	def(&cfg.Retry.Base, 100*time.Millisecond)
+	def(&cfg.Retry.Max, 5*time.Minute)
+	if cfg.Retry.Jitter == 0 {
+		cfg.Retry.Jitter = 0.2
+	}
+	def(&cfg.AskTimeout, 30*time.Second)
+	def(&cfg.ShutdownTimeout, 30*time.Second)
+	def(&cfg.Heartbeat, 5*time.Second)
+	def(&cfg.ProcessRetention, 24*time.Hour)
+	defInt(&cfg.SystemAllowance, 100)
+	def(&cfg.Retention.Every, time.Minute)
+	defInt(&cfg.Retention.Batch, 1000)
+	if cfg.RenewEvery >= cfg.LeaseTTL {
+		return cfg, fmt.Errorf("host: RenewEvery (%s) must be shorter than LeaseTTL (%s)", cfg.RenewEvery, cfg.LeaseTTL)
+	}
+	for name, e := range cfg.Effects {
+		if e.Handler == nil {
+			return cfg, fmt.Errorf("host: effect %q has no handler", name)
+		}
+	}
+	return cfg, nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

@@ -1,0 +1,330 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// EffectHandler carries out one effect, outside any transaction. It may
+// run more than once for the same effect (a worker can die after the
+// external call but before recording it): use EffectContext.ID as the
+// idempotency key downstream. Return actor.Permanent(err) to dead-letter
+// the effect at once.
+type EffectHandler func(ctx context.Context, ec EffectContext, args json.RawMessage) (any, error)
+
+// Effect registers a handler and how its effects are run.
+type Effect struct {
+	Handler EffectHandler
+	// Ordered effects of one actor run strictly in staging order, one at a
+	// time, across processes and crashes: a failing one blocks the later
+	// ones until it succeeds or is dead-lettered. Unordered effects run
+	// concurrently.
+	Ordered bool
+	// MaxAttempts dead-letters an effect after this many failed attempts
+	// (0 = retry until it succeeds or an operator intervenes).
+	MaxAttempts int
+	// Backoff between attempts (defaults: 1s doubling to 60s, 20% jitter).
+	Backoff RetryPolicy
+	// Timeout bounds one attempt (default 30s).
+	Timeout time.Duration
+}
+
+func (e Effect) maxAttempts() int { return max(e.MaxAttempts, 0) }
+
+func (e Effect) backoff() RetryPolicy {
+	b := e.Backoff
+	if b.Base <= 0 {
+		b.Base = time.Second
+	}
+	if b.Max <= 0 {
+		b.Max = time.Minute
+	}
+	if b.Jitter == 0 {
+		b.Jitter = 0.2
+	}
+	return b
+}
+
+func (e Effect) timeout() time.Duration {
+	if e.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return e.Timeout
+}
+
+// EffectFunc adapts a typed handler.
+func EffectFunc[A, R any](fn func(ctx context.Context, ec EffectContext, args A) (R, error)) EffectHandler {
+	return func(ctx context.Context, ec EffectContext, raw json.RawMessage) (any, error) {
+		a, err := actor.Decode[A]("effect arguments", raw)
+		if err != nil {
+			return nil, actor.Permanent(err)
+		}
+		return fn(ctx, ec, a)
+	}
+}
+
+// EffectContext describes the effect a handler runs.
+type EffectContext struct {
+	// ID is the effect's stable ID: the same on every attempt, the
+	// idempotency key for downstream systems.
+	ID        string
+	Name      string
+	Ref       actor.Ref
+	MessageID actor.MessageID // the message whose turn staged it
+	// Generation is the lease generation that staged the effect: a
+	// fencing token a downstream system can compare with the highest it
+	// has seen for Ref to refuse a stale sender.
+	Generation int64
+	// ActorGeneration is the actor's generation when this attempt was
+	// claimed.
+	ActorGeneration int64
+	Attempt         int
+	Ordered         bool
+}
+
+// Stale reports whether the actor has been activated again since the
+// effect was staged (its generation moved on): a newer activation may have
+// staged newer effects, so a downstream system that orders by generation
+// can refuse this one.
+func (e EffectContext) Stale() bool { return e.ActorGeneration > e.Generation }
+
+// effectOutcomeMessage is what on-success / on-failure messages carry.
+type effectOutcomeMessage struct {
+	EffectID string          `json:"effect_id"`
+	Effect   string          `json:"effect"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+const (
+	effectClaimLimit = 64
+	effectOrderedRun = 16
+	effectLeaseTTL   = 2 * time.Minute
+	effectFlushCount = 50
+	effectFlushEvery = 20 * time.Millisecond
+)
+
+// effectLoop claims due effects and runs them: unordered ones each on its
+// own goroutine, an actor's ordered run on one goroutine in order. Outcomes
+// are recorded by a flusher in batches.
+func (h *Host) effectLoop(ctx context.Context) {
+	if len(h.cfg.Effects) == 0 {
+		return
+	}
+	names := make([]string, 0, len(h.cfg.Effects))
+	for n := range h.cfg.Effects {
+		names = append(names, n)
+	}
+	fl := newFlusher(h)
+	go fl.run(ctx)
+	var running sync.WaitGroup
+	defer running.Wait()
+	sem := make(chan struct{}, effectClaimLimit*2)
+	poll := time.NewTicker(h.cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.fxWake:
+		case <-poll.C:
+		}
+		for ctx.Err() == nil {
+			limit := cap(sem) - len(sem)
+			if limit <= 0 {
+				break
+			}
+			fx, err := h.be.EffectClaim(ctx, &store.EffectClaimParams{Owner: h.id, TTL: effectLeaseTTL, Limit: min(limit, effectClaimLimit), Names: names, OrderedRun: effectOrderedRun})
+			if err != nil {
+				if ctx.Err() == nil {
+					h.met.storeErrors.WithLabelValues("effect_claim").Inc()
+					h.log.Warn("claiming effects failed", "err", err)
+					sleep(ctx, 200*time.Millisecond)
+				}
+				break
+			}
+			for _, run := range groupRuns(fx) {
+				sem <- struct{}{}
+				running.Add(1)
+				go func() {
+					defer func() { <-sem; running.Done() }()
+					h.runEffects(ctx, run, fl)
+				}()
+			}
+			if len(fx) < min(limit, effectClaimLimit) {
+				break
+			}
+		}
+	}
+}
+
+// groupRuns splits a claim into units of work: each unordered effect
+// alone, each actor's ordered effects together in order.
+func groupRuns(fx []store.Effect) [][]store.Effect {
+	var out [][]store.Effect
+	ordered := map[int64]int{}
+	for _, e := range fx {
+		if !e.Ordered {
+			out = append(out, []store.Effect{e})
+			continue
+		}
+		i, ok := ordered[e.ActorPK]
+		if !ok {
+			i = len(out)
+			ordered[e.ActorPK] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], e)
+	}
+	return out
+}
+
+// runEffects runs a unit in order, stopping at the first failure (the rest
+// of an ordered run is released untouched).
+func (h *Host) runEffects(ctx context.Context, run []store.Effect, fl *flusher) {
+	for i, e := range run {
+		o := h.attemptEffect(ctx, e)
+		if !o.Success && !o.Dead && e.Ordered {
+			fl.add(o)
+			for _, rest := range run[i+1:] {
+				fl.add(store.EffectOutcome{ID: rest.ID, Attempt: rest.Attempt, Release: true})
+			}
+			fl.flushNow()
+			return
+		}
+		fl.add(o)
+	}
+}
+
+func (h *Host) attemptEffect(ctx context.Context, e store.Effect) store.EffectOutcome {
+	spec, ok := h.cfg.Effects[e.Name]
+	if !ok { // not claimable without a handler; keep the outcome sane anyway
+		return store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Release: true}
+	}
+	ec := EffectContext{ID: e.UUID, Name: e.Name, Ref: e.Ref, MessageID: actor.MessageID(e.MessageID), Generation: e.Generation,
+		ActorGeneration: e.ActorGeneration, Attempt: e.Attempt, Ordered: e.Ordered}
+	cctx, cancel := context.WithTimeout(ctx, spec.timeout())
+	var out any
+	err := h.callHook(func() error {
+		var err error
+		out, err = spec.Handler(cctx, ec, e.Args)
+		return err
+	})
+	cancel()
+	var result []byte
+	if err == nil {
+		result, err = actor.Encode("effect result", out, h.cfg.Limits.EffectBytes, h.cfg.Limits.Depth)
+	}
+	if err == nil {
+		h.met.effects.WithLabelValues(e.Name, "ok").Inc()
+		o := store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Success: true, Result: result}
+		if e.OnSuccess != "" {
+			o.Outcome = h.outcomeMessage(e, e.OnSuccess, effectOutcomeMessage{EffectID: e.UUID, Effect: e.Name, Result: result})
+		}
+		return o
+	}
+	if ctx.Err() != nil {
+		// Shutting down: give the claim back rather than count an attempt
+		// the handler may not have finished.
+		return store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Release: true}
+	}
+	msg := h.errorText(err)
+	dead := actor.IsPermanent(err) || (spec.maxAttempts() > 0 && e.Attempt >= spec.maxAttempts())
+	o := store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Error: msg, Dead: dead}
+	if dead {
+		h.met.effects.WithLabelValues(e.Name, "dead").Inc()
+		h.log.Warn("effect dead-lettered", "effect", e.Name, "id", e.UUID, "actor", e.Ref.String(), "attempt", e.Attempt, "err", err)
+		if e.OnFailure != "" {
+			o.Outcome = h.outcomeMessage(e, e.OnFailure, effectOutcomeMessage{EffectID: e.UUID, Effect: e.Name, Error: msg})
+		}
+	} else {
+		h.met.effects.WithLabelValues(e.Name, "retry").Inc()
+		o.RetryAfter = spec.backoff().Delay(e.Attempt)
+		h.log.Info("effect failed; retrying", "effect", e.Name, "id", e.UUID, "actor", e.Ref.String(), "attempt", e.Attempt, "retry_in", o.RetryAfter, "err", err)
+	}
+	return o
+}
+
+func (h *Host) outcomeMessage(e store.Effect, name string, body effectOutcomeMessage) *store.NewMessage {
+	args, err := json.Marshal(body)
+	if err != nil {
+		return nil
+	}
+	return &store.NewMessage{Ref: e.Ref, Name: name, Args: args, MustExist: true, System: true}
+}
+
+// flusher records effect outcomes in batches: at most effectFlushCount
+// outcomes or effectFlushEvery after the first, and at once before a
+// back-off starts, so the window in which a crash re-sends is small.
+type flusher struct {
+	h    *Host
+	mu   sync.Mutex
+	buf  []store.EffectOutcome
+	kick chan struct{}
+}
+
+func newFlusher(h *Host) *flusher { return &flusher{h: h, kick: make(chan struct{}, 1)} }
+
+func (f *flusher) add(o store.EffectOutcome) {
+	f.mu.Lock()
+	f.buf = append(f.buf, o)
+	n := len(f.buf)
+	f.mu.Unlock()
+	if n >= effectFlushCount {
+		f.flushNow()
+	}
+}
+
+func (f *flusher) flushNow() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) run(ctx context.Context) {
+	t := time.NewTicker(effectFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			f.flush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+		case <-f.kick:
+		}
+		f.flush(ctx)
+	}
+}
+
+func (f *flusher) flush(ctx context.Context) {
+	f.mu.Lock()
+	batch := f.buf
+	f.buf = nil
+	f.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	h := f.h
+	p := &store.EffectFinishParams{Owner: h.id, Outcomes: batch, MailboxCap: h.cfg.Limits.MailboxMessages, SystemAllowance: h.cfg.SystemAllowance}
+	err := store.Retry(ctx, 5, func() error { return h.be.EffectFinish(ctx, p) })
+	if err != nil {
+		// The claims expire and the effects run again: at least once.
+		h.met.storeErrors.WithLabelValues("effect_finish").Inc()
+		h.log.Error("recording effect outcomes failed; they will be retried after their claims expire", "outcomes", len(batch), "err", err)
+		return
+	}
+	outcomes := false
+	for _, o := range batch {
+		outcomes = outcomes || o.Outcome != nil
+	}
+	if outcomes {
+		h.poke(h.wake)
+	}
+	h.poke(h.fxWake) // the next ordered effects are claimable now
+}
