@@ -22,7 +22,9 @@ type TurnInfo struct {
 // runtime supplies it so bad staging fails inside the handler, before
 // anything is written.
 type Checker interface {
-	CheckSend(to Ref, message string, args []byte) error
+	// CheckSend validates a message this actor stages for to (its type,
+	// message and arguments) and authorizes it as a system delivery.
+	CheckSend(ctx context.Context, from, to Ref, message string, args []byte) error
 	CheckEffect(name string) error
 	CheckSchedule(s Schedule) error
 	Limits() Limits
@@ -158,7 +160,7 @@ func (c *Context) Emit(name string, args any, opts ...EffectOption) error {
 	}
 	for _, m := range []string{e.OnSuccess, e.OnFailure} {
 		if m != "" && c.checker != nil {
-			if err := c.checker.CheckSend(c.info.Ref, m, nil); err != nil {
+			if err := c.checker.CheckSend(c, c.info.Ref, c.info.Ref, m, nil); err != nil {
 				return fmt.Errorf("effect %q outcome message: %w", name, err)
 			}
 		}
@@ -192,7 +194,7 @@ func (c *Context) SendTo(to Ref, message string, args any, opts ...SendOption) e
 		return err
 	}
 	if c.checker != nil {
-		if err := c.checker.CheckSend(to, message, raw); err != nil {
+		if err := c.checker.CheckSend(c, c.info.Ref, to, message, raw); err != nil {
 			return err
 		}
 	}
@@ -226,7 +228,7 @@ func (c *Context) Schedule(name string, s Schedule, message string, args any) er
 		if err := c.checker.CheckSchedule(s); err != nil {
 			return err
 		}
-		if err := c.checker.CheckSend(c.info.Ref, message, raw); err != nil {
+		if err := c.checker.CheckSend(c, c.info.Ref, c.info.Ref, message, raw); err != nil {
 			return fmt.Errorf("reminder %q: %w", name, err)
 		}
 	}

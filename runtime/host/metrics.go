@@ -5,20 +5,20 @@ import "github.com/prometheus/client_golang/prometheus"
 // metrics are the runtime's Prometheus collectors, labelled by actor type
 // (a bounded set: registered types only) and never by actor ID.
 type metrics struct {
-	enqueued     *prometheus.CounterVec
-	processed    *prometheus.CounterVec
-	turns        *prometheus.CounterVec
-	commit       prometheus.Histogram
-	retries      *prometheus.CounterVec
-	deadLetters  *prometheus.CounterVec
-	leaseLosses  *prometheus.CounterVec
-	activations  *prometheus.CounterVec
-	cached       prometheus.Gauge
-	effects      *prometheus.CounterVec
-	reminders    prometheus.Counter
-	sends        prometheus.Counter
-	broadcasts   prometheus.Counter
-	storeErrors  *prometheus.CounterVec
+	enqueued    *prometheus.CounterVec
+	processed   *prometheus.CounterVec
+	turns       *prometheus.CounterVec
+	commit      prometheus.Histogram
+	retries     *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
+	leaseLosses *prometheus.CounterVec
+	activations *prometheus.CounterVec
+	cached      prometheus.Gauge
+	effects     *prometheus.CounterVec
+	reminders   prometheus.Counter
+	sends       prometheus.Counter
+	broadcasts  prometheus.Counter
+	storeErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
