@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -52,6 +53,9 @@ type Config struct {
 	BusyTimeout time.Duration
 	// ReadConns bounds the read pool (default 4).
 	ReadConns int
+	// Statements, when set, counts every statement both pools send
+	// (benchmarks report statements per turn from it).
+	Statements *atomic.Int64
 }
 
 // Backend is a store.Backend on one SQLite database file.
@@ -101,7 +105,13 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		q.Set("_txlock", txlock)
 		return "file:" + cfg.Path + "?" + q.Encode()
 	}
-	w, err := sql.Open("sqlite", dsn("immediate"))
+	openDB := func(dsn string) (*sql.DB, error) {
+		if cfg.Statements != nil {
+			return sql.OpenDB(sqltx.CountingConnector(&sqlite.Driver{}, dsn, cfg.Statements)), nil
+		}
+		return sql.Open("sqlite", dsn)
+	}
+	w, err := openDB(dsn("immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
@@ -109,7 +119,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	r, err := sql.Open("sqlite", dsn("deferred", "query_only(1)"))
+	r, err := openDB(dsn("deferred", "query_only(1)"))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)

@@ -1,0 +1,42 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO       ?= go
+BACKEND  ?= sqlite
+FUZZTIME ?= 10s
+TIMEOUT  ?= 40m
+
+.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build
+
+## run: the runtime example on embedded SQLite (the integration engine's `ductus dev` takes over here)
+run:
+	$(GO) run ./examples/counter
+
+## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
+test: lint test-go fuzz-smoke bench-smoke
+
+test-go:
+	$(GO) test -timeout $(TIMEOUT) ./...
+
+## test-sqlite: no servers needed
+test-sqlite: lint
+	DUCTUS_TEST_POSTGRES=off DUCTUS_TEST_MYSQL=off $(GO) test -timeout $(TIMEOUT) ./...
+
+## fuzz-smoke: each network parser's fuzz target for FUZZTIME
+fuzz-smoke:
+	$(GO) test ./integration/hl7 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./integration/mllp -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./integration/format -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
+
+## bench: the benchmark harness against BACKEND (sqlite, postgres, mysql)
+bench:
+	$(GO) run ./bench -backend $(BACKEND)
+
+## bench-smoke: every scenario with tiny counts, so the harness cannot rot (asserts nothing about speed)
+bench-smoke:
+	$(GO) run ./bench -backend sqlite -smoke
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^bench/peers/')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+build:
+	$(GO) build ./...

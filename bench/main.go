@@ -1,0 +1,179 @@
+// Command bench is the Ductus benchmark harness: it runs fixed, named
+// scenarios against a fresh database of one backend and prints one JSON
+// object per result on stdout, with progress on stderr:
+//
+//	go run ./bench -backend sqlite [-scenario NAME] [-durability normal|full] [-smoke]
+//
+// Scenario names never change, so figures can be compared over time (the
+// README's table records them with the machine and date). Figures are
+// measurements of one run on one machine; compare ratios within a run.
+// -smoke runs every scenario with tiny counts so `make test` proves the
+// harness still works; it asserts nothing about speed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+)
+
+type options struct {
+	backend    string
+	scenario   string
+	durability string
+	smoke      bool
+	worker     bool
+	dsn        string
+}
+
+// result is one line of output.
+type result struct {
+	Backend    string  `json:"backend"`
+	Scenario   string  `json:"scenario"`
+	Value      float64 `json:"value"`
+	Unit       string  `json:"unit"`
+	Ops        int     `json:"ops"`
+	Durability string  `json:"durability"`
+	Commit     string  `json:"commit"`
+	Date       string  `json:"date"`
+}
+
+// env is one backend's way to make and open databases.
+type env interface {
+	// fresh creates an empty database and returns its DSN and a cleanup.
+	fresh(ctx context.Context) (dsn string, cleanup func(), err error)
+	// open opens the backend on dsn; count, if set, counts statements.
+	open(ctx context.Context, dsn string, count *counter) (backend, error)
+	// baseline runs one-row INSERT+COMMIT transactions on conns
+	// connections for d and returns the commits.
+	baseline(ctx context.Context, dsn string, conns int, d time.Duration) (int, error)
+}
+
+// backends maps -backend names to their env constructors; each env file
+// adds itself.
+var backends = map[string]func(o options) (env, error){}
+
+// scenario is one named measurement.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, r *runner) error
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.backend, "backend", "sqlite", "backend: "+strings.Join(backendNames(), ", "))
+	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (default: all)")
+	flag.StringVar(&o.durability, "durability", "normal", "SQLite synchronous mode: normal or full")
+	flag.BoolVar(&o.smoke, "smoke", false, "tiny operation counts (proves the harness runs; figures mean nothing)")
+	flag.BoolVar(&o.worker, "worker", false, "internal: run as a worker process")
+	flag.StringVar(&o.dsn, "dsn", "", "internal: the worker's database")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func backendNames() []string {
+	var out []string
+	for n := range backends {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func run(o options) error {
+	mk, ok := backends[o.backend]
+	if !ok {
+		return fmt.Errorf("unknown backend %q (have %s)", o.backend, strings.Join(backendNames(), ", "))
+	}
+	if o.durability != "normal" && o.durability != "full" {
+		return fmt.Errorf("-durability must be normal or full, not %q", o.durability)
+	}
+	e, err := mk(o)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if o.worker {
+		return workerMain(ctx, e, o)
+	}
+	r := &runner{o: o, env: e, commit: gitCommit(), date: time.Now().UTC().Format(time.RFC3339)}
+	var list []scenario
+	for _, s := range allScenarios() {
+		if o.scenario == "" || s.name == o.scenario || strings.HasPrefix(s.name, o.scenario+"_") {
+			list = append(list, s)
+		}
+	}
+	if len(list) == 0 {
+		return fmt.Errorf("no scenario named %q", o.scenario)
+	}
+	for i, s := range list {
+		fmt.Fprintf(os.Stderr, "[%d/%d] %s on %s ...\n", i+1, len(list), s.name, o.backend)
+		start := time.Now()
+		if err := s.run(ctx, r); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "[%d/%d] %s done in %s\n", i+1, len(list), s.name, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// runner carries what scenarios share.
+type runner struct {
+	o      options
+	env    env
+	commit string
+	date   string
+}
+
+// n scales an operation count: the full figure, or a tiny one in smoke mode.
+func (r *runner) n(full, smoke int) int {
+	if r.o.smoke {
+		return smoke
+	}
+	return full
+}
+
+func (r *runner) print(name string, value float64, unit string, ops int) {
+	b, _ := json.Marshal(result{Backend: r.o.backend, Scenario: name, Value: round(value), Unit: unit, Ops: ops,
+		Durability: r.o.durability, Commit: r.commit, Date: r.date})
+	fmt.Println(string(b))
+}
+
+func round(v float64) float64 {
+	if v >= 100 {
+		return float64(int64(v*10+0.5)) / 10
+	}
+	return float64(int64(v*1000+0.5)) / 1000
+}
+
+// progress prints a line on stderr at most every second.
+type progress struct {
+	what  string
+	total int
+	last  time.Time
+}
+
+func (p *progress) at(done int) {
+	if time.Since(p.last) < time.Second {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(os.Stderr, "    %s: %d/%d\n", p.what, done, p.total)
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
