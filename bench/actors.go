@@ -113,7 +113,9 @@ func (w *world) effectHandlers() map[string]host.Effect {
 		w.effects.Add(1)
 		return nil, nil
 	}
-	h := host.EffectHandler(func(ctx context.Context, ec host.EffectContext, raw json.RawMessage) (any, error) { return noop(ctx, ec, raw) })
+	h := host.EffectHandler(func(ctx context.Context, ec host.EffectContext, raw json.RawMessage) (any, error) {
+		return noop(ctx, ec, raw)
+	})
 	return map[string]host.Effect{
 		"noop":         {Handler: h},
 		"noop_ordered": {Handler: h, Ordered: true},

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
 )
 
 // workerMain runs a worker process (process_4_workers): a host over the
@@ -75,4 +74,3 @@ func startWorkers(r *runner, dsn string, n int) (stop func(), err error) {
 	}
 	return stop, nil
 }
-
