@@ -124,7 +124,9 @@ func (w *world) effectHandlers() map[string]host.Effect {
 
 // newHost starts a host for a scenario.
 func (w *world) newHost(ctx context.Context, be backend, mod func(*host.Config)) (*host.Host, error) {
-	cfg := host.Config{Backend: be, Registry: w.registry(), Effects: w.effectHandlers(), PollInterval: 100 * time.Millisecond}
+	// No mailbox cap: the hot-actor scenario queues 20,000 messages to one actor.
+	cfg := host.Config{Backend: be, Registry: w.registry(), Effects: w.effectHandlers(), PollInterval: 100 * time.Millisecond,
+		Limits: actor.Limits{MailboxMessages: -1}}
 	if mod != nil {
 		mod(&cfg)
 	}

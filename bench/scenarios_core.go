@@ -151,6 +151,8 @@ func fill(ctx context.Context, be backend, typ string, actors, per int, name str
 	return err
 }
 
+// claim200 claims 200 actors with due work the way the dispatcher does:
+// up to one actor per free worker (8 by default) per claim transaction.
 func claim200(ctx context.Context, r *runner) error {
 	actors := r.n(200, 10)
 	return r.fresh(ctx, nil, func(be backend, _ string) error {
@@ -160,7 +162,7 @@ func claim200(ctx context.Context, r *runner) error {
 		start := time.Now()
 		claimed := 0
 		for claimed < actors {
-			ls, err := be.LeaseClaim(ctx, &store.LeaseClaimParams{Owner: "bench", TTL: time.Minute, Limit: 1, Types: []string{counterType}})
+			ls, err := be.LeaseClaim(ctx, &store.LeaseClaimParams{Owner: "bench", TTL: time.Minute, Limit: 8, Types: []string{counterType}})
 			if err != nil {
 				return err
 			}
