@@ -226,9 +226,13 @@ func (h *Host) leaseLoop(ctx context.Context) {
 					h.met.storeErrors.WithLabelValues("renew").Inc()
 				}
 			} else {
-				for _, a := range h.cache.markLost(renewed, asked) {
-					h.met.leaseLosses.WithLabelValues(a.ref.Type).Inc()
-					h.log.Warn("lease lost before renewal", "actor", a.ref.String(), "generation", a.gen)
+				if lost := h.cache.markLost(renewed, asked); len(lost) > 0 {
+					for _, a := range lost {
+						h.met.leaseLosses.WithLabelValues(a.ref.Type).Inc()
+					}
+					// One line for the lot: a process that was paused past its
+					// leases may lose thousands at once.
+					h.log.Warn("leases lost before renewal (expired or taken over)", "count", len(lost), "first", lost[0].ref.String())
 				}
 			}
 		}
