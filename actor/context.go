@@ -16,6 +16,10 @@ type TurnInfo struct {
 	Attempt    int    // 1 for the first delivery, then 2, 3, ...
 	Generation int64  // the activation lease generation (the fencing token)
 	Query      bool
+	// Due is when the message became due: when it was enqueued, its
+	// requested delivery time, or for a reminder occurrence the time the
+	// occurrence was scheduled for (earlier than now after downtime).
+	Due time.Time
 }
 
 // Checker validates what a turn stages against the registered types; the

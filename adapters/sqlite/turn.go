@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"
@@ -29,7 +30,7 @@ const (
 			AND ` + leaseHeld + `
 		ORDER BY r.seq LIMIT ?`
 	sqlTakeDelete = `DELETE FROM ductus_ready WHERE message_id IN (SELECT message_id FROM ductus_claimed WHERE actor_pk = ? AND generation = ?)`
-	sqlTakeRead   = `SELECT c.message_id, c.seq, m.name, m.args, c.attempt, m.ask, m.enqueued_at
+	sqlTakeRead   = `SELECT c.message_id, c.seq, m.name, m.args, c.attempt, m.ask, m.enqueued_at, m.available_at
 		FROM ductus_claimed c JOIN ductus_messages m ON m.id = c.message_id
 		WHERE c.actor_pk = ? AND c.generation = ? ORDER BY c.seq`
 	sqlCompleteOne   = `UPDATE ductus_messages SET completed_at = ` + now + `, result = ?, attempts = ? WHERE id = ?`
@@ -93,12 +94,13 @@ func (b *Backend) take(ctx context.Context, tx *sql.Tx, owner string, l store.Le
 	for rows.Next() {
 		var m store.Message
 		var args string
-		var enq int64
-		if err := rows.Scan(&m.ID, &m.Seq, &m.Name, &args, &m.Attempt, &m.Ask, &enq); err != nil {
+		var enq, avail int64
+		if err := rows.Scan(&m.ID, &m.Seq, &m.Name, &args, &m.Attempt, &m.Ask, &enq, &avail); err != nil {
 			return nil, classify(op, err)
 		}
 		m.Args = []byte(args)
-		m.EnqueuedAt = micros(sql.NullInt64{Int64: enq, Valid: true})
+		m.EnqueuedAt = time.UnixMicro(enq)
+		m.AvailableAt = time.UnixMicro(avail)
 		out = append(out, m)
 	}
 	return out, classify(op, rows.Err())

@@ -55,8 +55,10 @@ type Config struct {
 	// used go first).
 	IdleTimeout   time.Duration
 	CacheCapacity int
-	// Retry governs failed messages.
-	Retry RetryPolicy
+	// Retry governs failed messages; TypeRetry overrides it per actor type
+	// (zero fields of an override take Retry's values).
+	Retry     RetryPolicy
+	TypeRetry map[string]RetryPolicy
 	// AskTimeout is Ask's default wait (default 30s).
 	AskTimeout time.Duration
 	// ShutdownTimeout bounds how long Shutdown waits for running turns
@@ -104,6 +106,14 @@ func (r RetryPolicy) Delay(attempt int) time.Duration {
 		d += time.Duration((rand.Float64()*2 - 1) * span)
 	}
 	return max(d, time.Millisecond)
+}
+
+// retryFor is the retry policy of an actor type.
+func (c *Config) retryFor(typ string) RetryPolicy {
+	if rp, ok := c.TypeRetry[typ]; ok {
+		return rp
+	}
+	return c.Retry
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -156,6 +166,25 @@ func (c *Config) withDefaults() (Config, error) {
 	defInt(&cfg.SystemAllowance, 100)
 	def(&cfg.Retention.Every, time.Minute)
 	defInt(&cfg.Retention.Batch, 1000)
+	if len(cfg.TypeRetry) > 0 {
+		m := make(map[string]RetryPolicy, len(cfg.TypeRetry))
+		for typ, rp := range cfg.TypeRetry {
+			if rp.MaxAttempts <= 0 {
+				rp.MaxAttempts = cfg.Retry.MaxAttempts
+			}
+			if rp.Base <= 0 {
+				rp.Base = cfg.Retry.Base
+			}
+			if rp.Max <= 0 {
+				rp.Max = cfg.Retry.Max
+			}
+			if rp.Jitter == 0 {
+				rp.Jitter = cfg.Retry.Jitter
+			}
+			m[typ] = rp
+		}
+		cfg.TypeRetry = m
+	}
 	if cfg.RenewEvery >= cfg.LeaseTTL {
 		return cfg, fmt.Errorf("host: RenewEvery (%s) must be shorter than LeaseTTL (%s)", cfg.RenewEvery, cfg.LeaseTTL)
 	}

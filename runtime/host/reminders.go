@@ -56,7 +56,9 @@ func (h *Host) fireReminders(ctx context.Context) (int, error) {
 		}
 		fires = append(fires, store.ReminderFire{
 			ID: r.ID, Occurrence: r.Occurrence + 1, Next: next,
-			Message: store.NewMessage{Ref: r.Ref, Name: r.Message, Args: r.Args, System: true},
+			// The occurrence is due when it was scheduled: its turn sees that
+			// time as TurnInfo.Due, even when it fires late after downtime.
+			Message: store.NewMessage{Ref: r.Ref, Name: r.Message, Args: r.Args, System: true, AvailableAt: r.NextAt},
 		})
 	}
 	if err := h.be.ReminderFire(ctx, &store.ReminderFireParams{Owner: h.id, Fires: fires, MailboxCap: h.cfg.Limits.MailboxMessages}); err != nil {

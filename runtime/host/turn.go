@@ -138,12 +138,13 @@ func (h *Host) load(ctx context.Context, a *activation, first store.Message) err
 // backs off without ever dead-lettering, for a newer worker to take.
 func (h *Host) failLoad(ctx context.Context, a *activation, msgs []store.Message, err error) passOutcome {
 	head := msgs[0]
+	rp := h.cfg.retryFor(a.ref.Type)
 	f := &store.Failure{MessageID: head.ID, Attempt: head.Attempt, Error: h.errorText(err)}
 	if errors.Is(err, actor.ErrNewerStateVersion) {
-		f.RetryAfter = h.cfg.Retry.Max
+		f.RetryAfter = rp.Max
 	} else {
-		f.Dead = head.Attempt >= h.cfg.Retry.MaxAttempts || actor.IsPermanent(err)
-		f.RetryAfter = h.cfg.Retry.Delay(head.Attempt)
+		f.Dead = head.Attempt >= rp.MaxAttempts || actor.IsPermanent(err)
+		f.RetryAfter = rp.Delay(head.Attempt)
 	}
 	h.log.Error("activation failed", "actor", a.ref.String(), "err", err, "dead", f.Dead)
 	p := &store.TurnCommitParams{Owner: h.id, Lease: a.lease(), StateVersion: a.initialV, Failed: f, Returned: ids(msgs[1:]), SignalDone: h.remoteAsks(msgs[:1], f.Dead)}
@@ -162,6 +163,7 @@ func (h *Host) failLoad(ctx context.Context, a *activation, msgs []store.Message
 // takeNext, the commit also takes the next batch.
 func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message, takeNext bool) (next []store.Message, failed bool, err error) {
 	p := &store.TurnCommitParams{Owner: h.id, Lease: a.lease()}
+	rp := h.cfg.retryFor(a.ref.Type)
 	var results [][]byte
 	var failErr error
 	for i, m := range msgs {
@@ -169,9 +171,9 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 		if err != nil {
 			failErr = err
 			f := &store.Failure{MessageID: m.ID, Attempt: m.Attempt, Error: h.errorText(err)}
-			f.Dead = m.Attempt >= h.cfg.Retry.MaxAttempts || actor.IsPermanent(err)
+			f.Dead = m.Attempt >= rp.MaxAttempts || actor.IsPermanent(err)
 			if !f.Dead {
-				f.RetryAfter = h.cfg.Retry.Delay(m.Attempt)
+				f.RetryAfter = rp.Delay(m.Attempt)
 			}
 			p.Failed = f
 			p.Returned = ids(msgs[i+1:])
@@ -251,7 +253,8 @@ func (h *Host) runMessage(ctx context.Context, a *activation, m store.Message) (
 	if !known {
 		return nil, nil, actor.Permanent(fmt.Errorf("%w: type %q has no message %q", actor.ErrUnknownMessage, a.ref.Type, m.Name))
 	}
-	info := actor.TurnInfo{Ref: a.ref, MessageID: actor.MessageID(m.ID), Message: m.Name, Sequence: m.Seq, Attempt: m.Attempt, Generation: a.gen, Query: query}
+	info := actor.TurnInfo{Ref: a.ref, MessageID: actor.MessageID(m.ID), Message: m.Name, Sequence: m.Seq, Attempt: m.Attempt,
+		Generation: a.gen, Query: query, Due: m.AvailableAt}
 	tc := actor.NewContext(ctx, info, h.log, h.checker)
 	var out any
 	err := h.callHook(func() error {

@@ -109,6 +109,9 @@ type Message struct {
 	Attempt    int // this delivery's attempt number (1 = first)
 	Ask        bool
 	EnqueuedAt time.Time
+	// AvailableAt is when the message became due: its requested delivery
+	// time, or for a reminder occurrence the time the occurrence was due.
+	AvailableAt time.Time
 }
 
 // Completion records one message that ran successfully.
