@@ -271,3 +271,25 @@ func limitOr(n, def int) int {
 	}
 	return n
 }
+
+// EffectsOfMessages implements store.EffectsByMessage.
+func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
+	if len(messageIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := b.r.QueryContext(ctx, `SELECT `+effectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+		WHERE e.message_id IN (SELECT value FROM json_each(?)) ORDER BY e.id`, jsonInts(messageIDs))
+	if err != nil {
+		return nil, classify("list effects of messages", err)
+	}
+	defer rows.Close()
+	var out []store.EffectInfo
+	for rows.Next() {
+		e, err := scanEffectInfo(rows)
+		if err != nil {
+			return nil, classify("list effects of messages", err)
+		}
+		out = append(out, e)
+	}
+	return out, classify("list effects of messages", rows.Err())
+}

@@ -358,3 +358,12 @@ func nullTime(t time.Time) any {
 	}
 	return t.UnixMicro()
 }
+
+// Query implements store.Querier on the read pool.
+func (b *Backend) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+	rows, err := b.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, classify("read query", err)
+	}
+	return rows, nil
+}

@@ -188,3 +188,17 @@ type Signal struct {
 type Signaler interface {
 	Listen(ctx context.Context, fn func(Signal)) error
 }
+
+// Querier runs read-only queries (? placeholders) outside any write
+// transaction, on the backend's read connections. The integration engine
+// reads its own tables through it.
+type Querier interface {
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+}
+
+// EffectsByMessage lists the effects the given messages' turns staged (the
+// integration engine derives a delivery's status from its lane message and
+// the send effect that message staged).
+type EffectsByMessage interface {
+	EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]EffectInfo, error)
+}

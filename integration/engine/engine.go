@@ -1,0 +1,288 @@
+// Package engine is the Ductus integration engine built on the actor
+// runtime: it loads a project (integration/config), opens its database,
+// registers the lane and schedule actor types, turns every destination into
+// an ordered effect of its lane actors, and runs the sources (MLLP, HTTP,
+// file, schedule) that store messages through one intake.
+//
+// The mapping (DESIGN.md "Integration as actors"): an interface's ordering
+// key hashes to a lane; each destination's lane is an actor
+// ("<interface>/<destination>/<lane>") whose mailbox is the destination's
+// ordered queue for it; the lane's turn runs the destination's JavaScript
+// transform and stages the send as an ordered effect, so one lane's
+// deliveries go out strictly in order and a failing one holds only its own
+// lane; a route is an ordered effect that stores into the target
+// interface exactly once per hop; a schedule is a reminder of the
+// interface's schedule actor.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/sqlite"
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/integration/format"
+	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/integration/script"
+	"github.com/ductus/ductus/runtime/host"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// Options adjusts an engine beyond its project.
+type Options struct {
+	Logger *slog.Logger
+	// Backend, when set, is used instead of opening the project's
+	// database (tests share one).
+	Backend store.Backend
+	// Host tunes the runtime (tests shorten timings).
+	Host func(*host.Config)
+	// Version is reported in the process registry.
+	Version string
+}
+
+// Engine runs one project.
+type Engine struct {
+	proj    *config.Project
+	log     *slog.Logger
+	be      store.Backend
+	ownBE   bool
+	rt      *host.Host
+	ms      *msgstore.Store
+	scripts *script.Host
+	ifaces  map[string]*ifaceRuntime
+	senders []sender
+	met     *metrics
+	reg     *prometheus.Registry
+
+	mu      sync.Mutex
+	sources []source
+}
+
+// ifaceRuntime is an interface with what the engine compiled for it.
+type ifaceRuntime struct {
+	cfg    *config.Interface
+	order  *format.KeyPath // nil without an ordering key
+	dedupe *format.KeyPath // nil without dedupe
+}
+
+// source is a running source of messages.
+type source interface {
+	run(ctx context.Context) error
+	name() string
+}
+
+// Openers open a project's database by driver; the server backends add
+// themselves (see backends.go) so this package does not force their
+// drivers on every build.
+var openers = map[string]func(ctx context.Context, dsn string) (store.Backend, error){
+	config.DriverSQLite: func(ctx context.Context, dsn string) (store.Backend, error) {
+		return sqlite.Open(ctx, sqlite.Config{Path: dsn})
+	},
+}
+
+// New loads everything an engine needs without starting anything that
+// listens or sends: the database (migrated), the scripts (compiled), the
+// runtime host.
+func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, error) {
+	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	e.reg = prometheus.NewRegistry()
+	e.met = newMetrics(e.reg)
+	for _, in := range proj.Interfaces {
+		ir := &ifaceRuntime{cfg: in}
+		var err error
+		if in.OrderingKey != nil {
+			if ir.order, err = format.CompileKey(format.Name(in.Format), in.OrderingKey.Path); err != nil {
+				return nil, fmt.Errorf("interface %s: ordering key: %w", in.Name, err)
+			}
+		}
+		if in.Dedupe != nil {
+			if ir.dedupe, err = format.CompileKey(format.Name(in.Format), in.Dedupe.Key.Path); err != nil {
+				return nil, fmt.Errorf("interface %s: dedupe key: %w", in.Name, err)
+			}
+		}
+		e.ifaces[in.Name] = ir
+	}
+	if err := e.loadScripts(ctx); err != nil {
+		return nil, err
+	}
+	e.be = opts.Backend
+	if e.be == nil {
+		open, ok := openers[proj.Engine.Database.Driver]
+		if !ok {
+			e.scripts.Close()
+			return nil, fmt.Errorf("engine: database driver %q is not built into this binary", proj.Engine.Database.Driver)
+		}
+		be, err := open(ctx, proj.Engine.Database.DSN)
+		if err != nil {
+			e.scripts.Close()
+			return nil, fmt.Errorf("engine: open the database: %w", err)
+		}
+		e.be, e.ownBE = be, true
+	}
+	e.ms = msgstore.New(e.be)
+	if err := e.buildHost(opts); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) loadScripts(ctx context.Context) error {
+	lim := e.proj.Engine.Script
+	sh, err := script.NewHost(script.Config{
+		Isolates: lim.Isolates, HeapLimit: uint64(lim.HeapMB) << 20, Logger: e.log,
+		Env:    func(_, name string) (string, bool) { return os.LookupEnv(name) },
+		Secret: func(_, name string) (string, bool) { v, ok := e.proj.Secrets[name]; return v, ok },
+	})
+	if err != nil {
+		return fmt.Errorf("engine: start the script host: %w", err)
+	}
+	e.scripts = sh
+	for _, in := range e.proj.Interfaces {
+		spec, err := script.ReadInterfaceDir(in.Name, in.Dir)
+		if err != nil {
+			sh.Close()
+			return fmt.Errorf("engine: interface %s: %w", in.Name, err)
+		}
+		spec.Timeout = in.Timeout
+		for _, d := range in.Destinations {
+			spec.Functions = append(spec.Functions, d.Transform)
+		}
+		if err := sh.Load(ctx, spec); err != nil {
+			sh.Close()
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) buildHost(opts Options) error {
+	reg := actor.NewRegistry()
+	if err := reg.Register(e.laneDefinition()); err != nil {
+		return err
+	}
+	if err := reg.Register(e.scheduleDefinition()); err != nil {
+		return err
+	}
+	fx, err := e.effects()
+	if err != nil {
+		return err
+	}
+	maxPayload := 16 << 20
+	cfg := host.Config{
+		Backend: e.be, Registry: reg, Logger: e.log, Metrics: e.reg, Effects: fx, Kind: "ductus", Version: opts.Version,
+		// Outputs travel in effect arguments and (with save_output) in
+		// results: allow whole messages.
+		Limits: actor.Limits{EffectBytes: maxPayload, ResultBytes: maxPayload, MailboxMessages: -1},
+		// A lane retries a transient transform (or a read failure) until it
+		// succeeds: order is kept and nothing is dropped.
+		TypeRetry: map[string]host.RetryPolicy{
+			laneType:     {MaxAttempts: 1 << 30, Base: time.Second, Max: time.Minute},
+			scheduleType: {MaxAttempts: 1 << 30, Base: time.Second, Max: time.Minute},
+		},
+	}
+	if opts.Host != nil {
+		opts.Host(&cfg)
+	}
+	rt, err := host.New(cfg)
+	if err != nil {
+		return err
+	}
+	e.rt = rt
+	return nil
+}
+
+// Host is the runtime the engine runs on.
+func (e *Engine) Host() *host.Host { return e.rt }
+
+// Store is the engine's message store.
+func (e *Engine) Store() *msgstore.Store { return e.ms }
+
+// Metrics is the engine's Prometheus registry (runtime and engine metrics).
+func (e *Engine) Metrics() *prometheus.Registry { return e.reg }
+
+// Run starts the runtime and every source, and blocks until ctx ends;
+// then it stops the sources (no new messages are accepted), lets the
+// runtime finish its turns and releases everything.
+func (e *Engine) Run(ctx context.Context) error {
+	if err := e.rt.Start(ctx); err != nil {
+		return err
+	}
+	srcs, err := e.buildSources(ctx)
+	if err != nil {
+		_ = e.rt.Shutdown(context.Background())
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(srcs))
+	for _, s := range srcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.run(sctx); err != nil && sctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", s.name(), err)
+			}
+		}()
+	}
+	names := make([]string, 0, len(srcs))
+	for _, s := range srcs {
+		names = append(names, s.name())
+	}
+	sort.Strings(names)
+	e.log.Info("engine started", "interfaces", len(e.ifaces), "sources", names, "database", e.be.Name())
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		e.log.Error("a source failed; stopping", "err", runErr)
+	}
+	stop()
+	wg.Wait()
+	err = e.rt.Shutdown(context.Background())
+	e.log.Info("engine stopped")
+	return errors.Join(runErr, err)
+}
+
+// Close releases the scripts, senders and the database (when the engine
+// opened it). Call it after Run returns.
+func (e *Engine) Close() error {
+	var errs []error
+	for _, s := range e.senders {
+		errs = append(errs, s.close())
+	}
+	if e.scripts != nil {
+		errs = append(errs, e.scripts.Close())
+	}
+	if e.ownBE && e.be != nil {
+		errs = append(errs, e.be.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// redact drops a URL's password and query for logs and errors.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery = ""
+	return u.String()
+}

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ductus/ductus/adapters/sqlite"
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/runtime/host"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// project writes files (path -> content) under a temp dir and loads it.
+func project(t *testing.T, files map[string]string) *config.Project {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proj, err := config.Load(dir, config.LoadOptions{})
+	if err != nil {
+		t.Fatalf("load the project: %v", err)
+	}
+	return proj
+}
+
+func testBackend(t *testing.T) store.Backend {
+	be, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "engine.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("DUCTUS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// running starts an engine on proj and stops it at the end of the test.
+func running(t *testing.T, proj *config.Project, be store.Backend) *Engine {
+	t.Helper()
+	e, err := New(context.Background(), proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) {
+		c.PollInterval = 20 * time.Millisecond
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine run: %v", err)
+		}
+		e.Close()
+	})
+	eventually(t, 10*time.Second, "the engine to listen", func() bool { return e.started() })
+	return e
+}
+
+func (e *Engine) started() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sources != nil || len(e.proj.Interfaces) == 0
+}
+
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// receiver is a real HTTP server recording what arrives; it answers fail
+// (e.g. 503) while set.
+type receiver struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	got  [][]byte
+	hdrs []http.Header
+	fail atomic.Int32
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if code := r.fail.Load(); code != 0 {
+			w.WriteHeader(int(code))
+			return
+		}
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, b)
+		r.hdrs = append(r.hdrs, req.Header.Clone())
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) bodies() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]byte(nil), r.got...)
+}
+
+func (r *receiver) count() int { return len(r.bodies()) }
+
+func decodeAll[T any](t *testing.T, bodies [][]byte) []T {
+	out := make([]T, len(bodies))
+	for i, b := range bodies {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			t.Fatalf("body %q: %v", b, err)
+		}
+	}
+	return out
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/integration/format"
+)
+
+// httpSource is one listener serving the queued HTTP sources that share
+// its address, each on its path: POST a message, get 202 with its ID once
+// it is committed.
+type httpSource struct {
+	e      *Engine
+	ln     net.Listener
+	srv    *http.Server
+	ifaces map[string]*ifaceRuntime // by path
+}
+
+func (e *Engine) newHTTPSource(addr string, ifaces []*ifaceRuntime) (*httpSource, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http source: listen on %s: %w", addr, err)
+	}
+	s := &httpSource{e: e, ln: ln, ifaces: map[string]*ifaceRuntime{}}
+	mux := http.NewServeMux()
+	for _, ir := range ifaces {
+		s.ifaces[ir.cfg.Source.HTTP.Path] = ir
+		mux.Handle(ir.cfg.Source.HTTP.Path, s.handler(ir))
+	}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	return s, nil
+}
+
+func (s *httpSource) name() string { return "http " + s.ln.Addr().String() }
+
+func (s *httpSource) run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(sctx) // in-flight requests get their answer
+}
+
+type httpAnswer struct {
+	ID          string `json:"id,omitempty"`
+	Status      string `json:"status"`
+	DuplicateOf string `json:"duplicate_of,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+func (s *httpSource) handler(ir *ifaceRuntime) http.Handler {
+	src := ir.cfg.Source.HTTP
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			reply(w, http.StatusMethodNotAllowed, httpAnswer{Status: "error", Error: "POST a message to this path"})
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, src.MaxBodyBytes))
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			reply(w, http.StatusRequestEntityTooLarge, httpAnswer{Status: "error", Error: fmt.Sprintf("the body is over the limit of %d bytes", src.MaxBodyBytes)})
+			return
+		}
+		if err != nil {
+			reply(w, http.StatusBadRequest, httpAnswer{Status: "error", Error: "reading the body: " + err.Error()})
+			return
+		}
+		if err := format.Check(format.Name(ir.cfg.Format), body); err != nil {
+			reply(w, http.StatusUnsupportedMediaType, httpAnswer{Status: "error", Error: fmt.Sprintf("the body is not %s: %v", ir.cfg.Format, err)})
+			return
+		}
+		stored, err := s.e.Intake(r.Context(), ir.cfg.Name, []Record{{Payload: body, Meta: map[string]any{"source": "http", "remote": r.RemoteAddr}}}, nil)
+		if err != nil {
+			s.e.log.Warn("http source: storing failed; answered 503", "interface", ir.cfg.Name, "err", err)
+			w.Header().Set("Retry-After", "5")
+			reply(w, http.StatusServiceUnavailable, httpAnswer{Status: "error", Error: "the message could not be stored; retry later"})
+			return
+		}
+		st := stored[0]
+		if st.Duplicate {
+			reply(w, http.StatusAccepted, httpAnswer{ID: st.ID, Status: "duplicate", DuplicateOf: st.DuplicateOf})
+			return
+		}
+		reply(w, http.StatusAccepted, httpAnswer{ID: st.ID, Status: "accepted"})
+	})
+}
+
+func reply(w http.ResponseWriter, code int, a httpAnswer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(a)
+}
+
+// buildSources binds every listener (so a port in use fails the start
+// before anything runs) and arms the schedules.
+func (e *Engine) buildSources(ctx context.Context) ([]source, error) {
+	var out []source
+	httpByAddr := map[string][]*ifaceRuntime{}
+	var addrs []string
+	for _, in := range e.proj.Interfaces {
+		ir := e.ifaces[in.Name]
+		switch in.Source.Type {
+		case config.SourceHTTP:
+			a := in.Source.HTTP.Listen
+			if _, ok := httpByAddr[a]; !ok {
+				addrs = append(addrs, a)
+			}
+			httpByAddr[a] = append(httpByAddr[a], ir)
+		case config.SourceMLLP:
+			s, err := e.newMLLPSource(ir)
+			if err != nil {
+				closeAll(out)
+				return nil, err
+			}
+			out = append(out, s)
+		case config.SourceFile:
+			s, err := e.newFileSource(ir)
+			if err != nil {
+				closeAll(out)
+				return nil, err
+			}
+			out = append(out, s)
+		case config.SourceSchedule:
+			if err := e.armSchedule(ctx, in); err != nil {
+				closeAll(out)
+				return nil, err
+			}
+		}
+	}
+	for _, a := range addrs {
+		s, err := e.newHTTPSource(a, httpByAddr[a])
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	e.mu.Lock()
+	e.sources = out
+	e.mu.Unlock()
+	return out, nil
+}
+
+// closer is a source holding a listener before it runs.
+type closer interface{ closeListener() }
+
+func (s *httpSource) closeListener() { s.ln.Close() }
+
+func closeAll(srcs []source) {
+	for _, s := range srcs {
+		if c, ok := s.(closer); ok {
+			c.closeListener()
+		}
+	}
+}
+
+// Addr returns the address a source of the interface listens on (after
+// Run has bound it), for tests and the dev command's messages.
+func (e *Engine) Addr(iface string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.sources {
+		switch x := s.(type) {
+		case *httpSource:
+			for _, ir := range x.ifaces {
+				if ir.cfg.Name == iface {
+					return x.ln.Addr().String()
+				}
+			}
+		case addrSource:
+			if x.iface() == iface {
+				return x.addr()
+			}
+		}
+	}
+	return ""
+}
+
+// addrSource is a source listening for one interface.
+type addrSource interface {
+	iface() string
+	addr() string
+}

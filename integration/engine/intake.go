@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// Record is one message a source hands to the intake.
+type Record struct {
+	Payload []byte
+	Meta    map[string]any
+	// Origin makes the store idempotent: a record whose origin the
+	// interface already stored is not stored again (a routed hop, a
+	// schedule occurrence).
+	Origin string
+	// OriginID is the message this one was routed from (the transform's
+	// meta.origin).
+	OriginID string
+	// ACK, when set, builds the acknowledgement for the message given its
+	// new ID; it is stored with the message, so a duplicate is answered
+	// with the original's ACK again.
+	ACK func(id string) ([]byte, error)
+}
+
+// Stored is the intake's answer for one record.
+type Stored struct {
+	ID          string
+	Duplicate   bool   // a dedupe hit: stored for audit, never queued
+	DuplicateOf string // the original message
+	Existing    bool   // the origin was stored already: nothing written
+	ACK         []byte // the ACK built for it, or for a duplicate the original's
+}
+
+// StateWrite is source state committed with the records (nil Value deletes).
+type StateWrite struct {
+	Key   string
+	Value any
+}
+
+// ErrStore marks a failure to store: the source must answer with a
+// retryable error (MLLP AE, HTTP 503) and the sender retries.
+var ErrStore = errors.New("engine: storing failed")
+
+// Intake stores records of an interface in one transaction: the messages
+// (payload once), each destination's lane message, dedupe claims and source
+// state; then it wakes the lanes. Only after it returns nil may a source
+// acknowledge (persist before acknowledge).
+func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state *StateWrite) ([]Stored, error) {
+	ir, ok := e.ifaces[iface]
+	if !ok {
+		return nil, fmt.Errorf("engine: unknown interface %q", iface)
+	}
+	var out []Stored
+	var pks []int64
+	err := store.Retry(ctx, 5, func() error {
+		var err error
+		out, pks, err = e.intakeTx(ctx, ir, recs, state)
+		return err
+	})
+	if err != nil {
+		e.met.intakeErrors.WithLabelValues(iface).Inc()
+		return nil, fmt.Errorf("%w: %s: %v", ErrStore, iface, err)
+	}
+	e.rt.Notify(pks)
+	for _, s := range out {
+		switch {
+		case s.Existing:
+		case s.Duplicate:
+			e.met.duplicates.WithLabelValues(iface).Inc()
+		default:
+			e.met.received.WithLabelValues(iface).Inc()
+		}
+	}
+	return out, nil
+}
+
+func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, state *StateWrite) ([]Stored, []int64, error) {
+	cfg := ir.cfg
+	tx, err := e.be.Begin(ctx, store.TxOptions{Relaxed: e.proj.Engine.Durability == config.DurabilityRelaxed})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback(ctx)
+	now := time.Now()
+	out := make([]Stored, len(recs))
+	rows := make([]msgstore.Message, 0, len(recs))
+	var envs []actor.Envelope
+	var dests [][2]int // per envelope: record index, destination index
+	keys := make([]string, len(recs))
+	lookup := map[string]bool{}
+	for i, r := range recs {
+		if r.Origin != "" {
+			id, found, err := e.ms.ByOrigin(ctx, tx, cfg.Name, r.Origin)
+			if err != nil {
+				return nil, nil, err
+			}
+			if found {
+				out[i] = Stored{ID: id, Existing: true}
+				continue
+			}
+		}
+		if ir.dedupe != nil {
+			k, _ := ir.dedupe.Extract(r.Payload)
+			keys[i] = k
+			if k != "" {
+				lookup[k] = true
+			}
+		}
+	}
+	seen := map[string]string{}
+	if len(lookup) > 0 {
+		list := make([]string, 0, len(lookup))
+		for k := range lookup {
+			list = append(list, k)
+		}
+		if seen, err = e.ms.Seen(ctx, tx, cfg.Name, list, now.Add(-cfg.Dedupe.Window)); err != nil {
+			return nil, nil, err
+		}
+	}
+	claims := map[string]string{}
+	var dupOf []string
+	for i, r := range recs {
+		if out[i].Existing {
+			continue
+		}
+		id := uuid.Must(uuid.NewV7()).String()
+		key := ""
+		if ir.order != nil {
+			key, _ = ir.order.Extract(r.Payload) // no key: lane 0, still stored
+		}
+		lane := laneOf(key, cfg.Partitions)
+		m := msgstore.Message{ID: id, Interface: cfg.Name, ReceivedAt: now, Status: msgstore.StatusPending, Key: key, Lane: lane,
+			DedupeKey: keys[i], Origin: r.Origin, Payload: r.Payload, Meta: r.Meta}
+		if r.OriginID != "" {
+			if m.Meta == nil {
+				m.Meta = map[string]any{}
+			}
+			m.Meta["origin_id"] = r.OriginID
+		}
+		if k := keys[i]; k != "" {
+			if first, dup := seen[k]; dup {
+				m.Status, m.DuplicateOf = msgstore.StatusDuplicate, first
+			} else if first, dup := claims[k]; dup {
+				m.Status, m.DuplicateOf = msgstore.StatusDuplicate, first
+			} else {
+				claims[k] = id
+			}
+		}
+		out[i] = Stored{ID: id, Duplicate: m.Status == msgstore.StatusDuplicate, DuplicateOf: m.DuplicateOf}
+		if out[i].Duplicate {
+			dupOf = append(dupOf, m.DuplicateOf)
+		} else {
+			if r.ACK != nil {
+				if m.ACK, err = r.ACK(id); err != nil {
+					return nil, nil, fmt.Errorf("build the ACK: %w", err)
+				}
+				out[i].ACK = m.ACK
+			}
+			for d, dest := range cfg.Destinations {
+				envs = append(envs, actor.Envelope{
+					Ref: actor.Ref{Type: laneType, ID: dest.ActorID(lane)}, Message: "deliver", Args: deliverArgs{M: id},
+					Options: []actor.TellOption{actor.WithIdempotencyKey("ix:" + id)},
+				})
+				dests = append(dests, [2]int{i, d})
+			}
+		}
+		rows = append(rows, m)
+	}
+	var pks []int64
+	var deliveries []msgstore.Delivery
+	if len(envs) > 0 {
+		ids, actorPKs, err := e.rt.TellTx(ctx, tx, envs)
+		if err != nil {
+			return nil, nil, err
+		}
+		pks = actorPKs
+		for j, id := range ids {
+			rec, d := dests[j][0], dests[j][1]
+			deliveries = append(deliveries, msgstore.Delivery{MessageID: out[rec].ID, Destination: cfg.Destinations[d].Name, LaneMessageID: int64(id)})
+		}
+	}
+	if err := e.ms.Insert(ctx, tx, rows, deliveries); err != nil {
+		return nil, nil, err
+	}
+	if len(claims) > 0 {
+		if err := e.ms.Claim(ctx, tx, cfg.Name, claims, now); err != nil {
+			return nil, nil, err
+		}
+	}
+	if state != nil {
+		if err := e.ms.PutState(ctx, tx, cfg.Name, state.Key, state.Value); err != nil {
+			return nil, nil, err
+		}
+	}
+	// A duplicate is answered with its original's ACK (MLLP), read in the
+	// same transaction (the original may be in this very batch).
+	if len(dupOf) > 0 {
+		acks, err := e.acksOf(ctx, tx, dupOf, rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range out {
+			if out[i].Duplicate {
+				out[i].ACK = acks[out[i].DuplicateOf]
+			}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, nil, err
+	}
+	return out, pks, nil
+}
+
+// acksOf reads the stored ACKs of messages (from this batch first).
+func (e *Engine) acksOf(ctx context.Context, tx store.Tx, ids []string, batch []msgstore.Message) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, m := range batch {
+		if m.ACK != nil {
+			out[m.ID] = m.ACK
+		}
+	}
+	var missing []any
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	q := "SELECT id, ack FROM ductus_ix_messages WHERE id IN (?" + repeatComma(len(missing)-1) + ")"
+	rows, err := tx.Query(ctx, q, missing...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var ack []byte
+		if err := rows.Scan(&id, &ack); err != nil {
+			return nil, err
+		}
+		out[id] = ack
+	}
+	return out, rows.Err()
+}
+
+func repeatComma(n int) string {
+	b := make([]byte, 0, 2*n)
+	for i := 0; i < n; i++ {
+		b = append(b, ",?"...)
+	}
+	return string(b)
+}

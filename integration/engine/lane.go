@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/integration/format"
+	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/integration/script"
+)
+
+// The engine's actor types. A lane of one destination is an actor whose
+// mailbox is that destination's ordered queue for the lane; an interface
+// with a schedule source has one schedule actor.
+const (
+	laneType     = "ductus.lane"
+	scheduleType = "ductus.schedule"
+)
+
+// deliverArgs is a lane message: the interface message to deliver.
+type deliverArgs struct {
+	M string `json:"m"`
+}
+
+// laneState counts what a lane decided (kept small: the payloads live in
+// the message table).
+type laneState struct {
+	Queued   int64 `json:"queued"`
+	Filtered int64 `json:"filtered"`
+	Held     int64 `json:"quarantined"`
+}
+
+// sendArgs is the ordered send effect a lane's turn stages.
+type sendArgs struct {
+	M      string `json:"m"`
+	Output []byte `json:"output"`
+	Key    string `json:"key,omitempty"`
+}
+
+// errTransient marks a transform's transient(reason): the lane message is
+// retried later, keeping its place (strict order).
+var errTransient = errors.New("transient")
+
+// parseLaneID splits "<interface>/<destination>/<lane>".
+func parseLaneID(id string) (iface, dest string, lane int, err error) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 3 {
+		return "", "", 0, fmt.Errorf("lane actor ID %q is not interface/destination/lane", id)
+	}
+	lane, err = strconv.Atoi(parts[2])
+	return parts[0], parts[1], lane, err
+}
+
+func laneOf(key string, partitions int) int { return format.Lane(key, partitions) }
+
+// laneDefinition runs a destination's transform on each message and stages
+// the result's delivery as an ordered effect of the lane (so deliveries of
+// a lane go out in message order, and a failing one holds the rest).
+func (e *Engine) laneDefinition() *actor.Type[laneState] {
+	return &actor.Type[laneState]{
+		Name: laneType,
+		Messages: map[string]actor.Handler[laneState]{
+			"deliver": actor.Message(func(c *actor.Context, s *laneState, a deliverArgs) (msgstore.LaneResult, error) {
+				return e.deliver(c, s, a)
+			}),
+		},
+	}
+}
+
+func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstore.LaneResult, error) {
+	ifaceName, destName, _, err := parseLaneID(c.Ref().ID)
+	if err != nil {
+		return msgstore.LaneResult{}, actor.Permanent(err)
+	}
+	ir := e.ifaces[ifaceName]
+	if ir == nil {
+		// The interface was removed from the project: nothing will deliver
+		// it; record that rather than retry forever.
+		s.Filtered++
+		return msgstore.LaneResult{Status: msgstore.DeliveryFiltered, Reason: "the interface is no longer in the project"}, nil
+	}
+	dest := ir.cfg.Destination(destName)
+	if dest == nil {
+		s.Filtered++
+		return msgstore.LaneResult{Status: msgstore.DeliveryFiltered, Reason: "the destination was removed from the interface"}, nil
+	}
+	m, err := e.ms.Get(c, a.M)
+	if err != nil {
+		return msgstore.LaneResult{}, err // a read failure: retry
+	}
+	origin, _ := m.Meta["origin_id"].(string)
+	res, err := e.scripts.Call(c, ifaceName, dest.Transform, script.Input{
+		Format:       script.Format(ir.cfg.Format),
+		Payload:      m.Payload,
+		Meta:         script.Meta{ID: m.ID, ReceivedAt: m.ReceivedAt, Destination: destName, Origin: origin},
+		OutputFormat: script.Format(dest.Format),
+	})
+	if err != nil {
+		if errors.Is(err, script.ErrInterfaceStopped) {
+			// Stopped after repeated runaways: the messages wait, pending,
+			// until the code is fixed and the engine restarted.
+			return msgstore.LaneResult{}, fmt.Errorf("interface %s is stopped after repeated runaway scripts: %w", ifaceName, err)
+		}
+		return msgstore.LaneResult{}, err
+	}
+	switch res.Kind {
+	case script.KindOutput:
+		if err := e.stageDelivery(c, ir, dest, m, res.Output); err != nil {
+			return msgstore.LaneResult{}, err
+		}
+		s.Queued++
+		r := msgstore.LaneResult{Status: "queued"}
+		if dest.SaveOutput {
+			r.Output = res.Output
+		}
+		return r, nil
+	case script.KindFiltered:
+		s.Filtered++
+		e.met.filtered.WithLabelValues(ifaceName, destName).Inc()
+		return msgstore.LaneResult{Status: msgstore.DeliveryFiltered, Reason: res.Reason}, nil
+	case script.KindTransient:
+		return msgstore.LaneResult{}, fmt.Errorf("%w: %s", errTransient, res.Reason)
+	case script.KindRunaway:
+		s.Held++
+		e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
+		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: "runaway script (" + res.Cause.String() + "): " + res.Reason}, nil
+	default: // quarantined
+		s.Held++
+		e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
+		reason := res.Reason
+		if res.Stack != "" {
+			reason += "\n" + res.Stack
+		}
+		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: reason}, nil
+	}
+}
+
+// stageDelivery stages the destination's send (or, for a route, the hop
+// into the target interface) as an ordered effect of this lane.
+func (e *Engine) stageDelivery(c *actor.Context, ir *ifaceRuntime, dest *config.Destination, m *msgstore.Message, out []byte) error {
+	return c.Emit(effectName(dest), sendArgs{M: m.ID, Output: out, Key: m.Key})
+}
+
+// effectName is the ordered effect of a destination: each destination
+// registers its own, with its own retry policy.
+func effectName(d *config.Destination) string {
+	if d.Type == config.DestInterface {
+		return "ductus.route:" + d.Interface + "/" + d.Name
+	}
+	return "ductus.send:" + d.Interface + "/" + d.Name
+}

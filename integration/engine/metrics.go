@@ -1,0 +1,30 @@
+package engine
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	received     *prometheus.CounterVec
+	duplicates   *prometheus.CounterVec
+	intakeErrors *prometheus.CounterVec
+	filtered     *prometheus.CounterVec
+	quarantined  *prometheus.CounterVec
+	sent         *prometheus.CounterVec
+	sendRetries  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	vec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	return &metrics{
+		received:     vec("ductus_messages_received_total", "Messages stored by an interface's intake.", "interface"),
+		duplicates:   vec("ductus_messages_duplicate_total", "Messages stored as duplicates (never queued).", "interface"),
+		intakeErrors: vec("ductus_intake_errors_total", "Intake transactions that failed (the source answered a retryable error).", "interface"),
+		filtered:     vec("ductus_deliveries_filtered_total", "Deliveries a transform filtered.", "interface", "destination"),
+		quarantined:  vec("ductus_deliveries_quarantined_total", "Deliveries quarantined (transform, refusal, runaway).", "interface", "destination"),
+		sent:         vec("ductus_deliveries_sent_total", "Deliveries the destination confirmed.", "interface", "destination"),
+		sendRetries:  vec("ductus_delivery_retries_total", "Delivery attempts that failed transiently.", "interface", "destination"),
+	}
+}

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/runtime/host"
+)
+
+// sender delivers one output to a destination. It returns nil when the
+// destination confirmed, a plain error for a transient failure (retried with
+// the destination's back-off, holding its lane), or an actor.Permanent error
+// for a refusal (the delivery is quarantined).
+type sender interface {
+	send(ctx context.Context, ec host.EffectContext, a sendArgs) error
+	close() error
+}
+
+// effects builds one ordered effect per destination: its sender (or the
+// route's hop), its rate limit and its retry policy.
+func (e *Engine) effects() (map[string]host.Effect, error) {
+	out := map[string]host.Effect{
+		"ductus.schedule.run": {Handler: e.scheduleRun, Ordered: true, Backoff: host.RetryPolicy{Base: time.Second, Max: time.Minute}},
+	}
+	for _, ir := range e.ifaces {
+		for _, d := range ir.cfg.Destinations {
+			var s sender
+			var err error
+			switch d.Type {
+			case config.DestHTTP:
+				s = newHTTPSender(d)
+			case config.DestMLLP:
+				s, err = e.newMLLPSender(d)
+			case config.DestFile:
+				s, err = newFileSender(d)
+			case config.DestInterface:
+				s = &routeSender{e: e, dest: d}
+			default:
+				err = fmt.Errorf("destination type %q", d.Type)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("interface %s destination %s: %w", d.Interface, d.Name, err)
+			}
+			e.senders = append(e.senders, s)
+			var limiter *rate.Limiter
+			if rl := d.RateLimit; rl != nil {
+				limiter = rate.NewLimiter(rate.Limit(rl.PerSecond), max(rl.Burst, 1))
+			}
+			dest := d
+			out[effectName(d)] = host.Effect{
+				Ordered:     true,
+				MaxAttempts: d.Retry.MaxAttempts,
+				Backoff:     host.RetryPolicy{Base: d.Retry.Initial, Max: d.Retry.Max},
+				Timeout:     2 * time.Minute,
+				Handler: func(ctx context.Context, ec host.EffectContext, raw json.RawMessage) (any, error) {
+					var a sendArgs
+					if err := json.Unmarshal(raw, &a); err != nil {
+						return nil, actor.Permanent(fmt.Errorf("send arguments: %w", err))
+					}
+					if limiter != nil {
+						if err := limiter.Wait(ctx); err != nil {
+							return nil, err
+						}
+					}
+					if err := s.send(ctx, ec, a); err != nil {
+						if actor.IsPermanent(err) {
+							e.met.quarantined.WithLabelValues(dest.Interface, dest.Name).Inc()
+						} else {
+							e.met.sendRetries.WithLabelValues(dest.Interface, dest.Name).Inc()
+						}
+						return nil, err
+					}
+					e.met.sent.WithLabelValues(dest.Interface, dest.Name).Inc()
+					return nil, nil
+				},
+			}
+		}
+	}
+	return out, nil
+}
+
+// routeSender is a destination of type interface: the hop stores the
+// output in the target interface's intake. The origin (source message and
+// destination) is unique in the target, so a hop retried after its commit
+// stores nothing twice: exactly once per hop.
+type routeSender struct {
+	e    *Engine
+	dest *config.Destination
+}
+
+func (r *routeSender) send(ctx context.Context, _ host.EffectContext, a sendArgs) error {
+	_, err := r.e.Intake(ctx, r.dest.Route.Interface, []Record{{
+		Payload: a.Output, Origin: a.M + "/" + r.dest.Name, OriginID: a.M,
+		Meta: map[string]any{"source": "route", "from": r.dest.Interface},
+	}}, nil)
+	return err
+}
+
+func (r *routeSender) close() error { return nil }
+
+// httpSender posts each output to the destination's URL.
+type httpSender struct {
+	dest   *config.Destination
+	client *http.Client
+}
+
+func newHTTPSender(d *config.Destination) *httpSender {
+	return &httpSender{dest: d, client: &http.Client{Timeout: d.HTTP.Timeout}}
+}
+
+var contentTypes = map[config.Format]string{
+	config.FormatHL7v2: "x-application/hl7-v2+er7",
+	config.FormatJSON:  "application/json",
+	config.FormatCSV:   "text/csv; charset=utf-8",
+	config.FormatText:  "text/plain; charset=utf-8",
+}
+
+func (h *httpSender) send(ctx context.Context, ec host.EffectContext, a sendArgs) error {
+	c := h.dest.HTTP
+	req, err := http.NewRequestWithContext(ctx, c.Method, c.URL, bytes.NewReader(a.Output))
+	if err != nil {
+		return actor.Permanent(fmt.Errorf("build the request: %w", err))
+	}
+	req.Header.Set("Content-Type", contentTypes[h.dest.Format])
+	req.Header.Set("Idempotency-Key", ec.ID) // the same on every attempt of this delivery
+	req.Header.Set("X-Ductus-Message-Id", a.M)
+	for k, v := range c.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", c.Method, redact(c.URL), err) // network errors and timeouts: retry
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	resp.Body.Close()
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		return nil
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
+		return fmt.Errorf("%s %s: %s: %s", c.Method, redact(c.URL), resp.Status, bytes.TrimSpace(body))
+	default:
+		return actor.Permanent(fmt.Errorf("%s %s refused: %s: %s", c.Method, redact(c.URL), resp.Status, bytes.TrimSpace(body)))
+	}
+}
+
+func (h *httpSender) close() error { h.client.CloseIdleConnections(); return nil }

@@ -1,0 +1,139 @@
+package msgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// Delivery statuses.
+const (
+	DeliveryPending     = "pending"
+	DeliverySent        = "sent"
+	DeliveryFiltered    = "filtered"
+	DeliveryQuarantined = "quarantined"
+)
+
+// LaneResult is what a lane actor's turn records as its message's result:
+// the transform's decision ("queued" when it staged the send).
+type LaneResult struct {
+	Status string `json:"status"` // queued | filtered | quarantined
+	Reason string `json:"reason,omitempty"`
+	Output []byte `json:"output,omitempty"` // with save_output
+}
+
+// DeliveryStatus is one destination's state of a message.
+type DeliveryStatus struct {
+	Destination string
+	Status      string
+	Reason      string
+	Attempts    int
+	Output      []byte
+}
+
+// Deliveries derives each destination's status of a message from the
+// runtime's rows: the lane message (pending, its transform's decision, or
+// dead after its retries) and the send effect it staged (pending, done =
+// sent, dead = quarantined).
+func (s *Store) Deliveries(ctx context.Context, messageID string) ([]DeliveryStatus, error) {
+	rows, err := s.query(ctx, `SELECT destination, lane_message_id FROM ductus_ix_deliveries WHERE message_id = ? ORDER BY destination`, messageID)
+	if err != nil {
+		return nil, err
+	}
+	var ds []Delivery
+	for rows.Next() {
+		d := Delivery{MessageID: messageID}
+		if err := rows.Scan(&d.Destination, &d.LaneMessageID); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(ds))
+	for i, d := range ds {
+		ids[i] = d.LaneMessageID
+	}
+	sts, err := s.be.MessageStatus(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	effects := map[int64]store.EffectInfo{}
+	if eb, ok := s.be.(store.EffectsByMessage); ok {
+		fx, err := eb.EffectsOfMessages(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range fx {
+			effects[e.MessageID] = e // a lane message stages one send
+		}
+	}
+	out := make([]DeliveryStatus, len(ds))
+	for i, d := range ds {
+		out[i] = status(d, sts[i], effects[d.LaneMessageID])
+	}
+	return out, nil
+}
+
+func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliveryStatus {
+	out := DeliveryStatus{Destination: d.Destination, Status: DeliveryPending}
+	switch st.State {
+	case store.MessagePending:
+		return out
+	case store.MessageDead:
+		out.Status, out.Reason = DeliveryQuarantined, st.Error
+		return out
+	case store.MessageMissing:
+		out.Status, out.Reason = DeliveryPending, "the lane message is gone (pruned)"
+		return out
+	}
+	var r LaneResult
+	if err := json.Unmarshal(st.Result, &r); err != nil {
+		out.Reason = fmt.Sprintf("unreadable lane result: %v", err)
+		return out
+	}
+	out.Output = r.Output
+	switch r.Status {
+	case DeliveryFiltered, DeliveryQuarantined:
+		out.Status, out.Reason = r.Status, r.Reason
+	case "queued":
+		out.Attempts = fx.Attempts
+		switch fx.State {
+		case store.EffectDone:
+			out.Status = DeliverySent
+		case store.EffectDead:
+			out.Status, out.Reason = DeliveryQuarantined, fx.Error
+		default:
+			out.Reason = fx.Error // the last failed attempt, if any
+		}
+	}
+	return out
+}
+
+// Settled is a message's overall status from its deliveries: pending while
+// any is pending; then quarantined if any is, else sent if any is, else
+// filtered.
+func Settled(ds []DeliveryStatus) string {
+	any := func(s string) bool {
+		for _, d := range ds {
+			if d.Status == s {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case any(DeliveryPending):
+		return DeliveryPending
+	case any(DeliveryQuarantined):
+		return DeliveryQuarantined
+	case any(DeliverySent):
+		return DeliverySent
+	default:
+		return DeliveryFiltered
+	}
+}
