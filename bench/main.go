@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ type options struct {
 	smoke      bool
 	worker     bool
 	dsn        string
+	cpuprofile string
 }
 
 // result is one line of output.
@@ -73,6 +75,7 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "tiny operation counts (proves the harness runs; figures mean nothing)")
 	flag.BoolVar(&o.worker, "worker", false, "internal: run as a worker process")
 	flag.StringVar(&o.dsn, "dsn", "", "internal: the worker's database")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -102,6 +105,17 @@ func run(o options) error {
 		return err
 	}
 	ctx := context.Background()
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if o.worker {
 		return workerMain(ctx, e, o)
 	}

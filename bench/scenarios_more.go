@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,7 +204,7 @@ func reminders(ctx context.Context, r *runner) error {
 
 // sendToChain relays messages around rings of actors with SendTo.
 func sendToChain(ctx context.Context, r *runner) error {
-	chains, ring, hops := r.n(50, 2), 10, r.n(200, 10)
+	chains, ring, hops := r.n(envInt("BENCH_CHAINS", 50), 2), 10, r.n(200, 10)
 	return r.fresh(ctx, nil, func(be backend, _ string) error {
 		w := &world{}
 		h, err := w.newHost(ctx, be, nil)
@@ -280,4 +282,11 @@ func broadcastFanout(ctx context.Context, r *runner) error {
 		r.print("broadcast_fanout", float64(n)/time.Since(start).Seconds(), "broadcasts/s", n)
 		return nil
 	})
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

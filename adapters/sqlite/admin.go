@@ -58,7 +58,7 @@ func (b *Backend) DeadLetterGet(ctx context.Context, messageID int64) (*store.De
 // DeadLetterRetry implements store.Backend.
 func (b *Backend) DeadLetterRetry(ctx context.Context, messageID int64, mailboxCap int) (store.EnqueueResult, error) {
 	var res store.EnqueueResult
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		var m store.NewMessage
 		var args string
 		err := tx.QueryRowContext(ctx, `SELECT a.type, a.id, m.name, m.args FROM ductus_dead_letters d
@@ -85,7 +85,7 @@ func (b *Backend) DeadLetterRetry(ctx context.Context, messageID int64, mailboxC
 // DeadLetterDiscard implements store.Backend.
 func (b *Backend) DeadLetterDiscard(ctx context.Context, messageID int64) (bool, error) {
 	var ok bool
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM ductus_dead_letters WHERE message_id = ?`, messageID)
 		if err != nil {
 			return classify("discard a dead letter", err)
@@ -100,7 +100,7 @@ func (b *Backend) DeadLetterDiscard(ctx context.Context, messageID int64) (bool,
 // ActorPause implements store.Backend.
 func (b *Backend) ActorPause(ctx context.Context, ref actor.Ref, paused bool) (bool, error) {
 	var ok bool
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE ductus_actors SET paused = ? WHERE type = ? AND id = ?`, paused, ref.Type, ref.ID)
 		if err != nil {
 			return classify("pause an actor", err)
@@ -115,7 +115,7 @@ func (b *Backend) ActorPause(ctx context.Context, ref actor.Ref, paused bool) (b
 // ActorSkipHead implements store.Backend.
 func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason string) (int64, error) {
 	var id int64
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		const op = "skip the head message"
 		var pk int64
 		var live bool
@@ -256,7 +256,7 @@ func (b *Backend) Prune(ctx context.Context, p *store.PruneParams) (store.PruneR
 	var res store.PruneResult
 	limit := limitOr(p.Limit, 1000)
 	keep := store.Micros(p.Keep)
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		for _, t := range []struct {
 			n *int
 			q string

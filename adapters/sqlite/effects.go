@@ -37,7 +37,7 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 	names := jsonList(p.Names)
 	ttl := store.Micros(p.TTL)
 	var ids []int64
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		const op = "claim effects"
 		rows, err := tx.QueryContext(ctx, `UPDATE ductus_effects SET lease_owner = ?, attempts = attempts + 1, due_at = `+now+` + ?
 			WHERE id IN (SELECT id FROM ductus_effects WHERE state = 'pending' AND ordered = 0 AND due_at <= `+now+`
@@ -97,7 +97,7 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	rows, err := b.w.QueryContext(ctx, `SELECT `+effectColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+	rows, err := b.r.QueryContext(ctx, `SELECT `+effectColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 		WHERE e.id IN (SELECT value FROM json_each(?)) AND e.lease_owner = ? ORDER BY e.id`, jsonInts(ids), p.Owner)
 	if err != nil {
 		return nil, classify("read claimed effects", err)
@@ -133,7 +133,7 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 	if len(p.Outcomes) == 0 {
 		return nil
 	}
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		const op = "record effect outcomes"
 		lanes := map[int64]bool{}
 		var outcomes []store.NewMessage
@@ -185,7 +185,7 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 // EffectRetry implements store.Backend.
 func (b *Backend) EffectRetry(ctx context.Context, id int64) (bool, error) {
 	var ok bool
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		var pk int64
 		var ordered bool
 		err := tx.QueryRowContext(ctx, `UPDATE ductus_effects SET state = 'pending', attempts = 0, error = NULL, finished_at = NULL,

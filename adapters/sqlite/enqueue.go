@@ -36,7 +36,7 @@ func (b *Backend) MailboxEnqueue(ctx context.Context, outer store.Tx, p *store.M
 		return nil, err
 	}
 	var results []store.EnqueueResult
-	err := b.write(ctx, outer, func(tx *sql.Tx) error {
+	err := b.write(ctx, outer, func(tx *wtx) error {
 		var err error
 		results, err = b.enqueue(ctx, tx, p)
 		return err
@@ -46,7 +46,7 @@ func (b *Backend) MailboxEnqueue(ctx context.Context, outer store.Tx, p *store.M
 
 // enqueue is the enqueue transaction's body, shared with the runtime's own
 // deliveries (effect outcomes, reminder occurrences, outbox sends).
-func (b *Backend) enqueue(ctx context.Context, tx *sql.Tx, p *store.MailboxEnqueueParams) ([]store.EnqueueResult, error) {
+func (b *Backend) enqueue(ctx context.Context, tx *wtx, p *store.MailboxEnqueueParams) ([]store.EnqueueResult, error) {
 	msgs := p.Messages
 	results := make([]store.EnqueueResult, len(msgs))
 	for _, g := range store.PlanEnqueue(msgs) {
@@ -104,7 +104,7 @@ func (b *Backend) enqueue(ctx context.Context, tx *sql.Tx, p *store.MailboxEnque
 	return results, nil
 }
 
-func (b *Backend) query1(ctx context.Context, tx *sql.Tx, op, query string, args []any, dest ...any) error {
+func (b *Backend) query1(ctx context.Context, tx *wtx, op, query string, args []any, dest ...any) error {
 	rows, err := b.query(ctx, tx, op, query, args...)
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func (b *Backend) query1(ctx context.Context, tx *sql.Tx, op, query string, args
 	return classify(op, rows.Close())
 }
 
-func (b *Backend) existingKeys(ctx context.Context, tx *sql.Tx, pk int64, msgs []store.NewMessage, g store.EnqueueGroup) (map[string]int64, error) {
+func (b *Backend) existingKeys(ctx context.Context, tx *wtx, pk int64, msgs []store.NewMessage, g store.EnqueueGroup) (map[string]int64, error) {
 	var keys []any
 	for _, i := range g.Indexes {
 		if k := msgs[i].IdempotencyKey; k != "" {
@@ -161,11 +161,11 @@ func messageArgs(pk, seq int64, m store.NewMessage) []any {
 
 // insertMessages inserts the fresh messages with consecutive sequences from
 // first and fills their results.
-func (b *Backend) insertMessages(ctx context.Context, tx *sql.Tx, pk, first int64, msgs []store.NewMessage, fresh []int, results []store.EnqueueResult) error {
+func (b *Backend) insertMessages(ctx context.Context, tx *wtx, pk, first int64, msgs []store.NewMessage, fresh []int, results []store.EnqueueResult) error {
 	const op = "enqueue: insert messages"
 	if len(fresh) == 1 {
 		i := fresh[0]
-		res, err := b.stmt(ctx, tx, sqlInsertMessage).ExecContext(ctx, messageArgs(pk, first, msgs[i])...)
+		res, err := tx.ExecContext(ctx, sqlInsertMessage, messageArgs(pk, first, msgs[i])...)
 		if err != nil {
 			return classify(op, err)
 		}

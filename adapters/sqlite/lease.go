@@ -29,7 +29,7 @@ func (b *Backend) LeaseClaim(ctx context.Context, p *store.LeaseClaimParams) ([]
 		return nil, nil
 	}
 	var out []store.Lease
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		types := jsonList(p.Types)
 		var rows *sql.Rows
 		var err error
@@ -66,7 +66,7 @@ func (b *Backend) LeaseRenew(ctx context.Context, p *store.LeaseRenewParams) ([]
 		return nil, nil
 	}
 	var out []store.LeaseRef
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		for _, c := range sqltx.Chunks(len(p.Leases), 400) {
 			q := `UPDATE ductus_actors SET lease_expires = ` + now + ` + ? WHERE lease_owner = ? AND lease_expires > ` + now +
 				` AND (pk, generation) IN (VALUES ` + sqltx.Placeholders(c[1]-c[0], 2) + `) RETURNING pk, generation`
@@ -101,7 +101,7 @@ func (b *Backend) LeaseRelease(ctx context.Context, p *store.LeaseReleaseParams)
 	if len(p.Leases) == 0 {
 		return nil
 	}
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		for _, c := range sqltx.Chunks(len(p.Leases), 400) {
 			q := `UPDATE ductus_actors SET lease_owner = NULL, lease_expires = NULL,
 				head_due = CASE WHEN ? AND head_due < ` + now + ` THEN ` + now + ` ELSE head_due END

@@ -17,7 +17,7 @@ func (b *Backend) OutboxClaim(ctx context.Context, p *store.OutboxClaimParams) (
 		return nil, nil
 	}
 	var out []store.OutboxRow
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		const op = "claim sends"
 		ttl := store.Micros(p.TTL)
 		lanes, err := tx.QueryContext(ctx, `UPDATE ductus_lanes SET due_at = `+now+` + ?
@@ -84,7 +84,7 @@ func sortByID(rows []store.OutboxRow) {
 // after it wait, so the source's order holds.
 func (b *Backend) OutboxDeliver(ctx context.Context, p *store.OutboxDeliverParams) ([]store.OutboxResult, error) {
 	var out []store.OutboxResult
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		const op = "deliver sends"
 		out = out[:0]
 		blocked := map[string]bool{}
@@ -128,7 +128,7 @@ func (b *Backend) OutboxDeliver(ctx context.Context, p *store.OutboxDeliverParam
 				res[0].MessageID, r.ID); err != nil {
 				return classify(op, err)
 			}
-			out = append(out, store.OutboxResult{ID: r.ID, MessageID: res[0].MessageID})
+			out = append(out, store.OutboxResult{ID: r.ID, MessageID: res[0].MessageID, TargetPK: res[0].ActorPK})
 		}
 		for _, pk := range sources {
 			if err := settleLane(ctx, tx, pk, "send"); err != nil {
@@ -175,7 +175,7 @@ func (b *Backend) BroadcastMarkDelivered(ctx context.Context, ids []int64) error
 	if len(ids) == 0 {
 		return nil
 	}
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE ductus_broadcasts SET delivered_at = `+now+`
 			WHERE delivered_at IS NULL AND id IN (SELECT value FROM json_each(?))`, jsonInts(ids))
 		return classify("mark broadcasts delivered", err)

@@ -14,7 +14,7 @@ func (b *Backend) ProcessRegister(ctx context.Context, p *store.ProcessInfo) err
 	if len(meta) == 0 {
 		meta = []byte("{}")
 	}
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO ductus_processes (id, kind, host, pid, version, metadata, started_at, heartbeat_at)
 			VALUES (?, ?, ?, ?, ?, ?, `+now+`, `+now+`)`, p.ID, p.Kind, p.Host, p.PID, p.Version, string(meta))
 		return classify("register the process", err)
@@ -23,7 +23,7 @@ func (b *Backend) ProcessRegister(ctx context.Context, p *store.ProcessInfo) err
 
 // ProcessHeartbeat implements store.Backend.
 func (b *Backend) ProcessHeartbeat(ctx context.Context, id string) error {
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE ductus_processes SET heartbeat_at = `+now+` WHERE id = ?`, id)
 		return classify("heartbeat", err)
 	})
@@ -31,7 +31,7 @@ func (b *Backend) ProcessHeartbeat(ctx context.Context, id string) error {
 
 // ProcessStop implements store.Backend.
 func (b *Backend) ProcessStop(ctx context.Context, id string) error {
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE ductus_processes SET stopped_at = `+now+`, heartbeat_at = `+now+` WHERE id = ?`, id)
 		return classify("mark the process stopped", err)
 	})
@@ -40,7 +40,7 @@ func (b *Backend) ProcessStop(ctx context.Context, id string) error {
 // ProcessPrune implements store.Backend.
 func (b *Backend) ProcessPrune(ctx context.Context, olderThan time.Duration) (int, error) {
 	var n int64
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM ductus_processes WHERE heartbeat_at < `+now+` - ?`, store.Micros(olderThan))
 		if err != nil {
 			return classify("prune process rows", err)

@@ -17,7 +17,7 @@ func (b *Backend) ReminderClaim(ctx context.Context, p *store.ReminderClaimParam
 		return nil, nil
 	}
 	var out []store.Reminder
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		const op = "claim reminders"
 		var nowUS int64
 		if err := tx.QueryRowContext(ctx, `SELECT `+now).Scan(&nowUS); err != nil {
@@ -68,7 +68,7 @@ func (b *Backend) ReminderFire(ctx context.Context, p *store.ReminderFireParams)
 	if len(p.Fires) == 0 {
 		return nil
 	}
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		const op = "fire reminders"
 		for _, f := range p.Fires {
 			var pk int64

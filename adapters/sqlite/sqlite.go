@@ -36,6 +36,7 @@ import (
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
 
+
 // now is SQLite's clock in microseconds; every statement that needs the
 // time computes it inline.
 const now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
@@ -61,12 +62,13 @@ type Config struct {
 // Backend is a store.Backend on one SQLite database file.
 type Backend struct {
 	w, r *sql.DB
+	wr   *writer       // the writer connection, held for the backend's life
 	ckpt *sql.DB       // the checkpointer's own connection
 	stop chan struct{} // ends the checkpointer
 	done chan struct{}
 
-	mu    sync.Mutex
-	stmts map[string]*sql.Stmt
+	rmu   sync.Mutex
+	reads map[string]*sql.Stmt // prepared statements of the read pool
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -139,13 +141,17 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
 	ckpt.SetMaxOpenConns(1)
-	b := &Backend{w: w, r: r, ckpt: ckpt, stmts: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{})}
+	conn, err := w.Conn(ctx)
+	if err != nil {
+		w.Close()
+		r.Close()
+		ckpt.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	b := &Backend{w: w, r: r, wr: &writer{conn: conn}, ckpt: ckpt, reads: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{})}
 	fsys, err := migrations.For("sqlite")
 	if err == nil {
 		err = store.Migrate(ctx, b, fsys)
-	}
-	if err == nil {
-		err = b.prepare(ctx)
 	}
 	if err != nil {
 		close(b.done)
@@ -191,12 +197,16 @@ func (b *Backend) Close() error {
 		close(b.stop)
 	}
 	<-b.done
-	b.mu.Lock()
-	for _, s := range b.stmts {
+	b.wr.mu.Lock()
+	b.wr.cache.close()
+	b.wr.conn.Close()
+	b.wr.mu.Unlock()
+	b.rmu.Lock()
+	for _, s := range b.reads {
 		s.Close()
 	}
-	b.stmts = map[string]*sql.Stmt{}
-	b.mu.Unlock()
+	b.reads = map[string]*sql.Stmt{}
+	b.rmu.Unlock()
 	_, _ = b.ckpt.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 	return errors.Join(b.w.Close(), b.r.Close(), b.ckpt.Close())
 }
@@ -211,61 +221,19 @@ func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 }
 
 // Begin implements store.Backend. SQLite has no per-transaction
-// durability switch, so Relaxed changes nothing here.
+// durability switch, so Relaxed changes nothing here. The transaction holds
+// the writer until Commit or Rollback: always call one of them.
 func (b *Backend) Begin(ctx context.Context, _ store.TxOptions) (store.Tx, error) {
-	tx, err := b.w.BeginTx(ctx, nil)
+	tx, err := b.wr.begin(ctx)
 	if err != nil {
-		return nil, classify("begin", err)
+		return nil, err
 	}
-	return &sqltx.Tx{Tx: tx, Name: "sqlite", Classify: classify}, nil
+	return &callerTx{tx: tx}, nil
 }
 
-// write runs fn in a write transaction (or the caller's).
-func (b *Backend) write(ctx context.Context, outer store.Tx, fn func(tx *sql.Tx) error) error {
-	return sqltx.Run(ctx, b.w, nil, outer, classify, fn)
-}
-
-// hot lists the fixed statements of the message path, prepared once at
-// open on the writer connection. (Preparing lazily is not possible: the
-// writer pool's single connection is busy inside the transaction that would
-// need the statement.)
-var hot = []string{
-	sqlClaim, sqlClaimPKs, sqlTakeReadopt, sqlTakeMove, sqlTakeDelete, sqlTakeRead, sqlLeaseValid,
-	sqlCompleteOne, sqlDeleteClaimed, sqlActorCommit, sqlUpsertActor, sqlInsertReady, sqlAdvanceActor,
-	sqlInsertMessage,
-}
-
-func (b *Backend) prepare(ctx context.Context) error {
-	for _, q := range hot {
-		s, err := b.w.PrepareContext(ctx, q)
-		if err != nil {
-			return classify("prepare", err)
-		}
-		b.stmts[q] = s
-	}
-	return nil
-}
-
-// stmt returns the prepared form of a hot statement bound to tx, or nil.
-func (b *Backend) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	b.mu.Lock()
-	s, ok := b.stmts[query]
-	b.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	return tx.StmtContext(ctx, s)
-}
-
-// exec runs a statement in tx, prepared when it is a fixed hot statement.
-func (b *Backend) exec(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (int64, error) {
-	var res sql.Result
-	var err error
-	if s := b.stmt(ctx, tx, query); s != nil {
-		res, err = s.ExecContext(ctx, args...)
-	} else {
-		res, err = tx.ExecContext(ctx, query, args...)
-	}
+// exec runs a statement in tx.
+func (b *Backend) exec(ctx context.Context, tx *wtx, op, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, classify(op, err)
 	}
@@ -273,18 +241,30 @@ func (b *Backend) exec(ctx context.Context, tx *sql.Tx, op, query string, args .
 }
 
 // query runs a query in tx.
-func (b *Backend) query(ctx context.Context, tx *sql.Tx, op, query string, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	var err error
-	if s := b.stmt(ctx, tx, query); s != nil {
-		rows, err = s.QueryContext(ctx, args...)
-	} else {
-		rows, err = tx.QueryContext(ctx, query, args...)
-	}
+func (b *Backend) query(ctx context.Context, tx *wtx, op, query string, args ...any) (*sql.Rows, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, classify(op, err)
 	}
 	return rows, nil
+}
+
+// read runs a query on the read pool with a statement prepared once.
+func (b *Backend) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	b.rmu.Lock()
+	s, ok := b.reads[query]
+	if !ok {
+		var err error
+		if s, err = b.r.PrepareContext(ctx, query); err != nil {
+			b.rmu.Unlock()
+			return nil, err
+		}
+		if len(b.reads) < 256 {
+			b.reads[query] = s
+		}
+	}
+	b.rmu.Unlock()
+	return s.QueryContext(ctx, args...)
 }
 
 // classify is the adapter's one error-mapping function: SQLITE_BUSY and
@@ -311,11 +291,14 @@ func classify(op string, err error) error {
 
 // MigrationsApplied implements store.Migrator.
 func (b *Backend) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
-	if _, err := b.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ductus_schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+	if err := b.write(ctx, nil, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ductus_schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
+		return err
+	}); err != nil {
 		return nil, classify("create the migrations table", err)
 	}
-	rows, err := b.w.QueryContext(ctx, "SELECT version FROM ductus_schema_migrations")
+	rows, err := b.r.QueryContext(ctx, "SELECT version FROM ductus_schema_migrations")
 	if err != nil {
 		return nil, classify("read applied migrations", err)
 	}
@@ -334,7 +317,7 @@ func (b *Backend) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
 // MigrationApply implements store.Migrator: SQLite runs DDL in a
 // transaction, so a file applies whole or not at all.
 func (b *Backend) MigrationApply(ctx context.Context, f store.MigrationFile) error {
-	return b.write(ctx, nil, func(tx *sql.Tx) error {
+	return b.write(ctx, nil, func(tx *wtx) error {
 		for _, s := range store.SplitStatements(f.SQL) {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
 				return classify("apply "+f.Name, err)

@@ -9,7 +9,7 @@ import (
 )
 
 // stage writes what the turn staged, inside the commit transaction.
-func (b *Backend) stage(ctx context.Context, tx *sql.Tx, p *store.TurnCommitParams) error {
+func (b *Backend) stage(ctx context.Context, tx *wtx, p *store.TurnCommitParams) error {
 	pk, gen := p.Lease.ActorPK, p.Lease.Generation
 	if len(p.Effects) > 0 {
 		ordered := false
@@ -93,7 +93,7 @@ func (b *Backend) stage(ctx context.Context, tx *sql.Tx, p *store.TurnCommitPara
 // openLane makes sure the actor has a lane row of kind; an existing lane
 // (its head backing off, or claimed by a worker) is left as it is. A new
 // lane's head is the earliest pending row, due when that row is.
-func openLane(ctx context.Context, tx *sql.Tx, pk int64, kind string) error {
+func openLane(ctx context.Context, tx *wtx, pk int64, kind string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO ductus_lanes (actor_pk, kind, due_at) VALUES (?, ?, `+now+`)
 		ON CONFLICT (actor_pk, kind) DO NOTHING`, pk, kind)
 	return classify("commit: open the "+kind+" lane", err)
@@ -101,7 +101,7 @@ func openLane(ctx context.Context, tx *sql.Tx, pk int64, kind string) error {
 
 // settleLane points an actor's lane at its current head (the due time of the
 // earliest pending row of that kind), or deletes it when nothing is pending.
-func settleLane(ctx context.Context, tx *sql.Tx, pk int64, kind string) error {
+func settleLane(ctx context.Context, tx *wtx, pk int64, kind string) error {
 	head := `SELECT due_at FROM ductus_effects WHERE actor_pk = ? AND state = 'pending' AND ordered = 1 ORDER BY id LIMIT 1`
 	if kind == "send" {
 		head = `SELECT due_at FROM ductus_outbox WHERE source_pk = ? AND due_at IS NOT NULL ORDER BY id LIMIT 1`

@@ -49,7 +49,7 @@ const (
 // MessageTake implements store.Backend.
 func (b *Backend) MessageTake(ctx context.Context, p *store.MessageTakeParams) ([]store.Message, error) {
 	var out []store.Message
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		var err error
 		out, err = b.take(ctx, tx, p.Owner, p.Lease, p.Limit, true)
 		return err
@@ -59,7 +59,7 @@ func (b *Backend) MessageTake(ctx context.Context, p *store.MessageTakeParams) (
 
 // take claims up to limit messages; checkLease makes an empty take verify
 // the lease (inside a commit it was just verified).
-func (b *Backend) take(ctx context.Context, tx *sql.Tx, owner string, l store.LeaseRef, limit int, checkLease bool) ([]store.Message, error) {
+func (b *Backend) take(ctx context.Context, tx *wtx, owner string, l store.LeaseRef, limit int, checkLease bool) ([]store.Message, error) {
 	const op = "take messages"
 	readopted, err := b.exec(ctx, tx, op, sqlTakeReadopt, l.Generation, l.ActorPK, l.Generation, l.ActorPK, owner, l.Generation)
 	if err != nil {
@@ -106,7 +106,7 @@ func (b *Backend) take(ctx context.Context, tx *sql.Tx, owner string, l store.Le
 	return out, classify(op, rows.Err())
 }
 
-func (b *Backend) leaseValid(ctx context.Context, tx *sql.Tx, owner string, l store.LeaseRef) error {
+func (b *Backend) leaseValid(ctx context.Context, tx *wtx, owner string, l store.LeaseRef) error {
 	var one int
 	err := b.query1(ctx, tx, "check the lease", sqlLeaseValid, []any{l.ActorPK, owner, l.Generation}, &one)
 	if err != nil {
@@ -122,7 +122,7 @@ func (b *Backend) leaseValid(ctx context.Context, tx *sql.Tx, owner string, l st
 // TurnCommit implements store.Backend.
 func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (store.TurnCommitResult, error) {
 	var res store.TurnCommitResult
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		l := p.Lease
 		finished := int64(len(p.Completed))
 		if err := b.complete(ctx, tx, p.Completed); err != nil {
@@ -168,7 +168,7 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 // complete marks messages done with their results: one prepared statement
 // for a single message, one multi-row UPDATE ... FROM (VALUES ...) per
 // chunk for a batch.
-func (b *Backend) complete(ctx context.Context, tx *sql.Tx, done []store.Completion) error {
+func (b *Backend) complete(ctx context.Context, tx *wtx, done []store.Completion) error {
 	const op = "commit: complete messages"
 	if len(done) == 1 {
 		c := done[0]
@@ -190,7 +190,7 @@ func (b *Backend) complete(ctx context.Context, tx *sql.Tx, done []store.Complet
 }
 
 // fail records a failed attempt: back to ready with a back-off, or dead.
-func (b *Backend) fail(ctx context.Context, tx *sql.Tx, actorPK int64, f *store.Failure) error {
+func (b *Backend) fail(ctx context.Context, tx *wtx, actorPK int64, f *store.Failure) error {
 	if f.Dead {
 		if _, err := tx.ExecContext(ctx, `UPDATE ductus_messages SET error = ?, attempts = MAX(attempts, ?), dead_at = `+now+` WHERE id = ?`,
 			f.Error, f.Attempt, f.MessageID); err != nil {
@@ -213,7 +213,7 @@ func (b *Backend) fail(ctx context.Context, tx *sql.Tx, actorPK int64, f *store.
 // and broadcasts with it.
 func (b *Backend) ActorDestroy(ctx context.Context, ref actor.Ref) (bool, error) {
 	var existed bool
-	err := b.write(ctx, nil, func(tx *sql.Tx) error {
+	err := b.write(ctx, nil, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM ductus_actors WHERE type = ? AND id = ?`, ref.Type, ref.ID)
 		if err != nil {
 			return classify("destroy the actor", err)

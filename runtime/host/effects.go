@@ -189,6 +189,11 @@ func groupRuns(fx []store.Effect) [][]store.Effect {
 func (h *Host) runEffects(ctx context.Context, run []store.Effect, fl *flusher) {
 	for i, e := range run {
 		o := h.attemptEffect(ctx, e)
+		if o.Outcome != nil {
+			fl.mu.Lock()
+			fl.actors[e.ID] = e.ActorPK
+			fl.mu.Unlock()
+		}
 		if !o.Success && !o.Dead && e.Ordered {
 			fl.add(o)
 			for _, rest := range run[i+1:] {
@@ -262,13 +267,24 @@ func (h *Host) outcomeMessage(e store.Effect, name string, body effectOutcomeMes
 // outcomes or effectFlushEvery after the first, and at once before a
 // back-off starts, so the window in which a crash re-sends is small.
 type flusher struct {
-	h    *Host
-	mu   sync.Mutex
-	buf  []store.EffectOutcome
-	kick chan struct{}
+	h      *Host
+	mu     sync.Mutex
+	buf    []store.EffectOutcome
+	actors map[int64]int64 // effect ID -> actor pk, for outcome wake-ups
+	kick   chan struct{}
 }
 
-func newFlusher(h *Host) *flusher { return &flusher{h: h, kick: make(chan struct{}, 1)} }
+func (f *flusher) actorOf(effectID int64) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pk, ok := f.actors[effectID]
+	delete(f.actors, effectID)
+	return pk, ok
+}
+
+func newFlusher(h *Host) *flusher {
+	return &flusher{h: h, actors: map[int64]int64{}, kick: make(chan struct{}, 1)}
+}
 
 func (f *flusher) add(o store.EffectOutcome) {
 	f.mu.Lock()
@@ -319,12 +335,12 @@ func (f *flusher) flush(ctx context.Context) {
 		h.log.Error("recording effect outcomes failed; they will be retried after their claims expire", "outcomes", len(batch), "err", err)
 		return
 	}
-	outcomes := false
 	for _, o := range batch {
-		outcomes = outcomes || o.Outcome != nil
-	}
-	if outcomes {
-		h.poke(h.wake)
+		if o.Outcome != nil {
+			if pk, ok := f.actorOf(o.ID); ok {
+				h.workArrived(pk)
+			}
+		}
 	}
 	h.poke(h.fxWake) // the next ordered effects are claimable now
 }

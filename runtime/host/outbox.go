@@ -52,6 +52,9 @@ func (h *Host) deliverSends(ctx context.Context) (int, error) {
 	for _, r := range res {
 		if r.MessageID != 0 {
 			delivered++
+			if r.TargetPK != 0 {
+				h.workArrived(r.TargetPK) // an activation cached here runs it now, not at the next poll
+			}
 		}
 	}
 	h.met.sends.Add(float64(delivered))

@@ -65,7 +65,9 @@ func (h *Host) fireReminders(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	h.met.reminders.Add(float64(len(fires)))
-	h.poke(h.wake)
+	for _, r := range rs {
+		h.workArrived(r.ActorPK)
+	}
 	return len(rs), nil
 }
 

@@ -192,6 +192,7 @@ type OutboxDeliverParams struct {
 type OutboxResult struct {
 	ID        int64
 	MessageID int64 // the target's message (0 when not delivered)
+	TargetPK  int64 // the target actor (to wake a worker holding it)
 	Retry     bool  // the target's mailbox was full
 	Gone      bool  // the row was deleted meanwhile (its source destroyed)
 }
