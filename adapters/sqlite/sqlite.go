@@ -36,7 +36,6 @@ import (
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
 
-
 // now is SQLite's clock in microseconds; every statement that needs the
 // time computes it inline.
 const now = "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
