@@ -90,6 +90,19 @@ var openers = map[string]func(ctx context.Context, dsn string) (store.Backend, e
 	},
 }
 
+// OpenDatabase opens (and migrates) a project's database.
+func OpenDatabase(ctx context.Context, db config.Database) (store.Backend, error) {
+	open, ok := openers[db.Driver]
+	if !ok {
+		return nil, fmt.Errorf("engine: database driver %q is not built into this binary", db.Driver)
+	}
+	be, err := open(ctx, db.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open the %s database: %w", db.Driver, err)
+	}
+	return be, nil
+}
+
 // New loads everything an engine needs without starting anything that
 // listens or sends: the database (migrated), the scripts (compiled), the
 // runtime host.
@@ -120,15 +133,10 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 	}
 	e.be = opts.Backend
 	if e.be == nil {
-		open, ok := openers[proj.Engine.Database.Driver]
-		if !ok {
-			e.scripts.Close()
-			return nil, fmt.Errorf("engine: database driver %q is not built into this binary", proj.Engine.Database.Driver)
-		}
-		be, err := open(ctx, proj.Engine.Database.DSN)
+		be, err := OpenDatabase(ctx, proj.Engine.Database)
 		if err != nil {
 			e.scripts.Close()
-			return nil, fmt.Errorf("engine: open the database: %w", err)
+			return nil, err
 		}
 		e.be, e.ownBE = be, true
 	}

@@ -29,6 +29,10 @@ type Record struct {
 	// new ID; it is stored with the message, so a duplicate is answered
 	// with the original's ACK again.
 	ACK func(id string) ([]byte, error)
+	// Reject, when set, stores the record for audit with status rejected
+	// and this reason, and queues it nowhere (a file record too large, a
+	// CSV row that does not fit the header, a body not of the format).
+	Reject string
 }
 
 // Stored is the intake's answer for one record.
@@ -37,6 +41,7 @@ type Stored struct {
 	Duplicate   bool   // a dedupe hit: stored for audit, never queued
 	DuplicateOf string // the original message
 	Existing    bool   // the origin was stored already: nothing written
+	Rejected    bool   // stored with status rejected, queued nowhere
 	ACK         []byte // the ACK built for it, or for a duplicate the original's
 }
 
@@ -145,6 +150,16 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 				m.Meta = map[string]any{}
 			}
 			m.Meta["origin_id"] = r.OriginID
+		}
+		if r.Reject != "" {
+			m.Status = msgstore.StatusRejected
+			if m.Meta == nil {
+				m.Meta = map[string]any{}
+			}
+			m.Meta["reason"] = r.Reject
+			out[i] = Stored{ID: id, Rejected: true}
+			rows = append(rows, m)
+			continue
 		}
 		if k := keys[i]; k != "" {
 			if first, dup := seen[k]; dup {

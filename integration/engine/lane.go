@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/config"
@@ -36,9 +37,10 @@ type laneState struct {
 
 // sendArgs is the ordered send effect a lane's turn stages.
 type sendArgs struct {
-	M      string `json:"m"`
-	Output []byte `json:"output"`
-	Key    string `json:"key,omitempty"`
+	M          string    `json:"m"`
+	Output     []byte    `json:"output"`
+	Key        string    `json:"key,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // errTransient marks a transform's transient(reason): the lane message is
@@ -142,7 +144,7 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 // stageDelivery stages the destination's send (or, for a route, the hop
 // into the target interface) as an ordered effect of this lane.
 func (e *Engine) stageDelivery(c *actor.Context, ir *ifaceRuntime, dest *config.Destination, m *msgstore.Message, out []byte) error {
-	return c.Emit(effectName(dest), sendArgs{M: m.ID, Output: out, Key: m.Key})
+	return c.Emit(effectName(dest), sendArgs{M: m.ID, Output: out, Key: m.Key, ReceivedAt: m.ReceivedAt})
 }
 
 // effectName is the ordered effect of a destination: each destination

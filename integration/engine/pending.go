@@ -11,6 +11,4 @@ import (
 var errNotYet = errors.New("not built into this engine yet")
 
 func (e *Engine) newMLLPSender(d *config.Destination) (sender, error) { return nil, errNotYet }
-func newFileSender(d *config.Destination) (sender, error)             { return nil, errNotYet }
 func (e *Engine) newMLLPSource(ir *ifaceRuntime) (source, error)      { return nil, errNotYet }
-func (e *Engine) newFileSource(ir *ifaceRuntime) (source, error)      { return nil, errNotYet }

@@ -27,6 +27,7 @@ import (
 const (
 	StatusPending   = "pending"
 	StatusDuplicate = "duplicate"
+	StatusRejected  = "rejected" // unusable input kept for audit (a file record that does not parse)
 )
 
 // Message is one stored interface message.

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/integration/files"
+	"github.com/ductus/ductus/integration/format"
+	"github.com/ductus/ductus/runtime/host"
+)
+
+// fileSource watches an interface's folder: each batch of records is stored
+// with the file's progress in one transaction, so a crash resumes exactly
+// where the last commit ended, and the file moves only after its last
+// record is stored.
+type fileSource struct {
+	e  *Engine
+	ir *ifaceRuntime
+	w  *files.Watcher
+}
+
+func stateKey(name string) string { return "file:" + name }
+
+func (e *Engine) newFileSource(ir *ifaceRuntime) (source, error) {
+	name := ir.cfg.Name
+	cfg, err := files.ConfigFrom(ir.cfg.Source.File, format.Name(ir.cfg.Format))
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", name, err)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("interface %s: the watched folder: %w", name, err)
+	}
+	s := &fileSource{e: e, ir: ir}
+	cfg.Logger = e.log.With("interface", name, "source", "file")
+	cfg.Commit = s.commit
+	cfg.Progress = func(ctx context.Context, file string) (files.Progress, bool, error) {
+		var p files.Progress
+		ok, err := e.ms.State(ctx, name, stateKey(file), &p)
+		return p, ok, err
+	}
+	cfg.Finished = func(ctx context.Context, file string) error { return e.ms.DeleteState(ctx, name, stateKey(file)) }
+	if s.w, err = files.NewWatcher(cfg); err != nil {
+		return nil, fmt.Errorf("interface %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func (s *fileSource) name() string { return "file " + s.ir.cfg.Source.File.Path }
+
+func (s *fileSource) run(ctx context.Context) error { return s.w.Run(ctx) }
+
+func (s *fileSource) commit(ctx context.Context, b files.Batch) error {
+	f := format.Name(s.ir.cfg.Format)
+	split := s.ir.cfg.Source.File.Split == config.SplitRecords
+	recs := make([]Record, 0, len(b.Records)+len(b.Rejected))
+	for _, r := range b.Records {
+		rec := Record{Payload: r.Data, Meta: map[string]any{"source": "file", "file": b.File.Name, "offset": r.Start}}
+		// A record from a split file was cut by the format's rules already;
+		// a whole file is checked here.
+		if !split {
+			if err := format.Check(f, r.Data); err != nil {
+				rec.Reject = fmt.Sprintf("the file is not %s: %v", f, err)
+			}
+		} else if f == format.HL7v2 {
+			if err := format.Check(f, r.Data); err != nil {
+				rec.Reject = fmt.Sprintf("the record is not HL7 v2: %v", err)
+			}
+		}
+		recs = append(recs, rec)
+	}
+	for _, r := range b.Rejected {
+		recs = append(recs, Record{Payload: r.Data, Reject: r.Reason,
+			Meta: map[string]any{"source": "file", "file": b.File.Name, "offset": r.Start, "truncated": r.Truncated}})
+	}
+	_, err := s.e.Intake(ctx, s.ir.cfg.Name, recs, &StateWrite{Key: stateKey(b.File.Name), Value: b.Progress})
+	return err
+}
+
+// fileSender writes each output atomically (temporary name, fsync,
+// rename) under the destination's folder by its name template.
+type fileSender struct{ dest *config.Destination }
+
+func newFileSender(d *config.Destination) (sender, error) {
+	// The folder is made at start so a project's out/ folders work out of
+	// the box; a folder that disappears later (an unmounted share) is a
+	// transient failure, retried.
+	if err := os.MkdirAll(d.File.Path, 0o755); err != nil {
+		return nil, fmt.Errorf("the destination folder: %w", err)
+	}
+	return &fileSender{dest: d}, nil
+}
+
+func (f *fileSender) send(ctx context.Context, _ host.EffectContext, a sendArgs) error {
+	name, err := f.dest.File.FileName(config.FileMessage{ID: a.M, ReceivedAt: a.ReceivedAt, Key: a.Key})
+	if err != nil {
+		return actor.Permanent(fmt.Errorf("the file name: %w", err))
+	}
+	if _, err := files.Write(ctx, f.dest.File.Path, name, a.Output); err != nil {
+		if files.Permanent(err) {
+			return actor.Permanent(err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (f *fileSender) close() error { return nil }
