@@ -47,6 +47,9 @@ var outboxTests = map[string]func(*testing.T, store.Backend){
 		if err != nil || len(res) != 3 || res[0].MessageID == 0 {
 			t.Fatalf("deliver = %+v, %v", res, err)
 		}
+		if info := actorInfo(t, b, target); res[0].TargetPK != info.PK {
+			t.Fatalf("delivery names target pk %d, the target is %d", res[0].TargetPK, info.PK)
+		}
 		// Delivering the same rows again (a worker that did not see its
 		// commit) enqueues nothing new.
 		if res2, err := b.OutboxDeliver(ctxT(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows}); err != nil || !res2[0].Gone {

@@ -18,6 +18,10 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		if len(msgs) != 3 || msgs[0].Seq != 1 || msgs[2].Seq != 3 || msgs[0].Attempt != 1 || msgs[0].Name != "inc" {
 			t.Fatalf("took %+v", msgs)
 		}
+		if now, _ := b.Now(ctxT(t)); msgs[0].EnqueuedAt.IsZero() || msgs[0].AvailableAt.Before(msgs[0].EnqueuedAt.Add(-time.Millisecond)) ||
+			msgs[0].AvailableAt.After(now.Add(time.Second)) {
+			t.Fatalf("times of a taken message: enqueued %v, available %v (now %v)", msgs[0].EnqueuedAt, msgs[0].AvailableAt, now)
+		}
 		commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, State: []byte(`{"n":3}`), StateVersion: 2, Completed: completeAll(msgs)})
 		st := status(t, b, res[0].MessageID)
 		if st.State != store.MessageCompleted || string(st.Result) != `{"seq":1}` {
