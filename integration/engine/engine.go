@@ -64,8 +64,9 @@ type Engine struct {
 	met     *metrics
 	reg     *prometheus.Registry
 
-	mu      sync.Mutex
-	sources []source
+	mu        sync.Mutex
+	sources   []source
+	listening bool // every source's listener is bound
 }
 
 // ifaceRuntime is an interface with what the engine compiled for it.

@@ -83,7 +83,7 @@ func running(t *testing.T, proj *config.Project, be store.Backend) *Engine {
 func (e *Engine) started() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.sources != nil || len(e.proj.Interfaces) == 0
+	return e.listening
 }
 
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {

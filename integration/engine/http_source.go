@@ -150,7 +150,7 @@ func (e *Engine) buildSources(ctx context.Context) ([]source, error) {
 		out = append(out, s)
 	}
 	e.mu.Lock()
-	e.sources = out
+	e.sources, e.listening = out, true
 	e.mu.Unlock()
 	return out, nil
 }
