@@ -6,9 +6,9 @@ TIMEOUT  ?= 40m
 
 .PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build
 
-## run: the runtime example on embedded SQLite (the integration engine's `ductus dev` takes over here)
+## run: the integration engine on its bundled example project, embedded SQLite, everything on localhost
 run:
-	$(GO) run ./examples/counter
+	$(GO) run ./cmd/ductus dev
 
 ## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
 test: lint test-go fuzz-smoke bench-smoke

@@ -1,0 +1,3 @@
+function transform(run, meta) {
+  return { run: meta.id, due: run.due, previous: run.previous || "" };
+}
