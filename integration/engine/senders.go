@@ -29,7 +29,7 @@ type sender interface {
 // route's hop), its rate limit and its retry policy.
 func (e *Engine) effects() (map[string]host.Effect, error) {
 	out := map[string]host.Effect{
-		"ductus.schedule.run": {Handler: e.scheduleRun, Ordered: true, Backoff: host.RetryPolicy{Base: time.Second, Max: time.Minute}},
+		"ductus.schedule.run": {Handler: e.scheduleRun, Ordered: true, Timeout: 10 * time.Second, Backoff: host.RetryPolicy{Base: time.Second, Max: time.Minute}},
 	}
 	for _, ir := range e.ifaces {
 		for _, d := range ir.cfg.Destinations {
@@ -60,7 +60,7 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 				Ordered:     true,
 				MaxAttempts: d.Retry.MaxAttempts,
 				Backoff:     host.RetryPolicy{Base: d.Retry.Initial, Max: d.Retry.Max},
-				Timeout:     2 * time.Minute,
+				Timeout:     sendTimeout(d),
 				Handler: func(ctx context.Context, ec host.EffectContext, raw json.RawMessage) (any, error) {
 					var a sendArgs
 					if err := json.Unmarshal(raw, &a); err != nil {
@@ -153,3 +153,16 @@ func (h *httpSender) send(ctx context.Context, ec host.EffectContext, a sendArgs
 }
 
 func (h *httpSender) close() error { h.client.CloseIdleConnections(); return nil }
+
+// sendTimeout bounds one delivery attempt: the destination's own timeout
+// plus a margin for connecting and the rate limit's wait.
+func sendTimeout(d *config.Destination) time.Duration {
+	t := 30 * time.Second
+	switch {
+	case d.MLLP != nil && d.MLLP.AckTimeout > 0:
+		t = d.MLLP.AckTimeout
+	case d.HTTP != nil && d.HTTP.Timeout > 0:
+		t = d.HTTP.Timeout
+	}
+	return t + 15*time.Second
+}

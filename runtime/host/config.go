@@ -68,6 +68,11 @@ type Config struct {
 	// rows silent for ProcessRetention (default 24h) are deleted.
 	Heartbeat        time.Duration
 	ProcessRetention time.Duration
+	// ClaimTTL is how long a claim of effects, outbox rows or reminders
+	// lasts before another process may take them over (default: 30s, or
+	// the longest effect Timeout plus 10s if that is longer). After a crash
+	// the claimed rows wait this long.
+	ClaimTTL time.Duration
 	// SystemAllowance is how far runtime deliveries (effect outcomes) may
 	// exceed a full mailbox (default 100).
 	SystemAllowance int
@@ -188,10 +193,18 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.RenewEvery >= cfg.LeaseTTL {
 		return cfg, fmt.Errorf("host: RenewEvery (%s) must be shorter than LeaseTTL (%s)", cfg.RenewEvery, cfg.LeaseTTL)
 	}
+	longest := time.Duration(0)
 	for name, e := range cfg.Effects {
 		if e.Handler == nil {
 			return cfg, fmt.Errorf("host: effect %q has no handler", name)
 		}
+		longest = max(longest, e.timeout())
+	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = max(30*time.Second, longest+10*time.Second)
+	}
+	if longest >= cfg.ClaimTTL {
+		return cfg, fmt.Errorf("host: ClaimTTL (%s) must be longer than the longest effect timeout (%s)", cfg.ClaimTTL, longest)
 	}
 	return cfg, nil
 }

@@ -104,7 +104,6 @@ type effectOutcomeMessage struct {
 const (
 	effectClaimLimit = 64
 	effectOrderedRun = 16
-	effectLeaseTTL   = 2 * time.Minute
 	effectFlushCount = 50
 	effectFlushEvery = 20 * time.Millisecond
 )
@@ -139,7 +138,7 @@ func (h *Host) effectLoop(ctx context.Context) {
 			if limit <= 0 {
 				break
 			}
-			fx, err := h.be.EffectClaim(ctx, &store.EffectClaimParams{Owner: h.id, TTL: effectLeaseTTL, Limit: min(limit, effectClaimLimit), Names: names, OrderedRun: effectOrderedRun})
+			fx, err := h.be.EffectClaim(ctx, &store.EffectClaimParams{Owner: h.id, TTL: h.cfg.ClaimTTL, Limit: min(limit, effectClaimLimit), Names: names, OrderedRun: effectOrderedRun})
 			if err != nil {
 				if ctx.Err() == nil {
 					h.met.storeErrors.WithLabelValues("effect_claim").Inc()

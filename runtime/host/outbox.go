@@ -40,7 +40,7 @@ func (h *Host) outboxLoop(ctx context.Context) {
 }
 
 func (h *Host) deliverSends(ctx context.Context) (int, error) {
-	rows, err := h.be.OutboxClaim(ctx, &store.OutboxClaimParams{Owner: h.id, TTL: time.Minute, Limit: outboxBatch})
+	rows, err := h.be.OutboxClaim(ctx, &store.OutboxClaimParams{Owner: h.id, TTL: h.cfg.ClaimTTL, Limit: outboxBatch})
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}

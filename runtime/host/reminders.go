@@ -39,7 +39,7 @@ func (h *Host) reminderLoop(ctx context.Context) {
 }
 
 func (h *Host) fireReminders(ctx context.Context) (int, error) {
-	rs, err := h.be.ReminderClaim(ctx, &store.ReminderClaimParams{Owner: h.id, TTL: time.Minute, Limit: reminderBatch, Types: h.types})
+	rs, err := h.be.ReminderClaim(ctx, &store.ReminderClaimParams{Owner: h.id, TTL: h.cfg.ClaimTTL, Limit: reminderBatch, Types: h.types})
 	if err != nil || len(rs) == 0 {
 		return 0, err
 	}
