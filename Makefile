@@ -4,14 +4,14 @@ BACKEND  ?= sqlite
 FUZZTIME ?= 10s
 TIMEOUT  ?= 40m
 
-.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build
+.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers
 
 ## run: the integration engine on its bundled example project, embedded SQLite, everything on localhost
 run:
 	$(GO) run ./cmd/ductus dev
 
 ## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
-test: lint test-go fuzz-smoke bench-smoke
+test: lint peers test-go fuzz-smoke bench-smoke
 
 test-go:
 	$(GO) test -timeout $(TIMEOUT) ./...
@@ -19,6 +19,14 @@ test-go:
 ## test-sqlite: no servers needed
 test-sqlite: lint
 	DUCTUS_TEST_POSTGRES=off DUCTUS_TEST_MYSQL=off $(GO) test -timeout $(TIMEOUT) ./...
+
+## peers: the third-party MLLP peers (node-hl7-client, node-hl7-server) the engine's tests talk to, pinned by package-lock.json
+PEERS := integration/engine/testdata/peers
+peers:
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d $(PEERS)/node_modules ] || [ $(PEERS)/package-lock.json -nt $(PEERS)/node_modules ]; then \
+			npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error && touch $(PEERS)/node_modules; fi; \
+	else echo "npm not found: the node MLLP peer tests will skip (and fail with CI=true)"; fi
 
 ## fuzz-smoke: each network parser's fuzz target for FUZZTIME
 fuzz-smoke:

@@ -87,7 +87,7 @@ func TestExampleProject(t *testing.T) {
 	if e.Retry != (Retry{Initial: 2 * time.Second, Max: 2 * time.Minute, MaxAttempts: 10}) || *e.RateLimit != (RateLimit{PerSecond: 50, Burst: 5}) {
 		t.Errorf("emr retry %+v rate %+v", e.Retry, e.RateLimit)
 	}
-	if *e.MLLP != (MLLPDestination{Connection: "emr", Host: "emr.example.org", Port: 6661, AckTimeout: 20 * time.Second}) {
+	if *e.MLLP != (MLLPDestination{Connection: "emr", Host: "emr.example.org", Port: 6661, AckTimeout: 20 * time.Second, KeepAlive: true}) {
 		t.Errorf("emr mllp = %+v", *e.MLLP)
 	}
 	if id := e.ActorID(7); id != "adt/emr/7" {
@@ -180,7 +180,7 @@ func TestDefaults(t *testing.T) {
 	d := in.Destination("emr")
 	want := Destination{Name: "emr", Interface: "adt", Type: DestMLLP, Transform: "transform", Format: FormatHL7v2,
 		Retry: Retry{Initial: time.Second, Max: time.Minute}, Line: 5,
-		MLLP: &MLLPDestination{Host: "emr.local", Port: 6661, AckTimeout: 30 * time.Second}}
+		MLLP: &MLLPDestination{Host: "emr.local", Port: 6661, AckTimeout: 30 * time.Second, KeepAlive: true}}
 	if !reflect.DeepEqual(*d, want) {
 		t.Errorf("destination =\n%+v\nwant\n%+v", *d, want)
 	}

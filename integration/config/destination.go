@@ -17,7 +17,7 @@ const (
 var destinationTypes = []string{string(DestMLLP), string(DestHTTP), string(DestFile), string(DestInterface)}
 
 var destinationKeys = map[string][]string{
-	"mllp":      {"connection", "host", "port", "ack_timeout"},
+	"mllp":      {"connection", "host", "port", "ack_timeout", "keep_alive"},
 	"http":      {"connection", "url", "path", "method", "headers", "timeout"},
 	"file":      {"path", "name"},
 	"interface": {"interface"},
@@ -161,6 +161,7 @@ func readMLLPDestination(o *obj, conns map[string]*Connection, haveResources boo
 		m.Host, m.Port = readHostPort(o, 0)
 	}
 	m.AckTimeout = o.duration("ack_timeout", m.AckTimeout, time.Millisecond)
+	m.KeepAlive = o.boolean("keep_alive", true)
 	return m
 }
 

@@ -374,6 +374,10 @@ type MLLPDestination struct {
 	Host       string
 	Port       int
 	AckTimeout time.Duration
+	// KeepAlive sends every message on one kept-open connection (the
+	// default); false opens a connection per message and closes it after
+	// the ACK, for receivers that handle one message per connection.
+	KeepAlive bool
 }
 
 // HTTPDestination sends an HTTP request per message.

@@ -105,9 +105,10 @@ type mllpSender struct {
 
 func (e *Engine) newMLLPSender(d *config.Destination) (sender, error) {
 	c, err := mllpnet.NewClient(mllpnet.ClientOptions{
-		Addr:       net.JoinHostPort(d.MLLP.Host, strconv.Itoa(d.MLLP.Port)),
-		AckTimeout: d.MLLP.AckTimeout,
-		Logger:     e.log.With("interface", d.Interface, "destination", d.Name),
+		Addr:          net.JoinHostPort(d.MLLP.Host, strconv.Itoa(d.MLLP.Port)),
+		AckTimeout:    d.MLLP.AckTimeout,
+		CloseAfterAck: !d.MLLP.KeepAlive,
+		Logger:        e.log.With("interface", d.Interface, "destination", d.Name),
 	})
 	if err != nil {
 		return nil, err

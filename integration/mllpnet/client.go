@@ -51,6 +51,10 @@ var (
 
 // ClientOptions configure a Client.
 type ClientOptions struct {
+	// CloseAfterAck closes the connection after every ACK, so each message
+	// goes on a connection of its own (for receivers that handle one message
+	// per connection and misbehave when a second arrives on it).
+	CloseAfterAck bool
 	// Addr is the peer's host:port (required).
 	Addr string
 	// AckTimeout bounds one exchange: writing the frame and reading its
@@ -186,6 +190,9 @@ func (c *Client) Send(ctx context.Context, payload []byte) (Ack, error) {
 		return Ack{}, err
 	}
 	c.acked, c.backoff = true, 0
+	if c.o.CloseAfterAck {
+		c.drop(true)
+	}
 	return ack, nil
 }
 
