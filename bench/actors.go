@@ -127,6 +127,10 @@ func (w *world) newHost(ctx context.Context, be backend, mod func(*host.Config))
 	// No mailbox cap: the hot-actor scenario queues 20,000 messages to one actor.
 	cfg := host.Config{Backend: be, Registry: w.registry(), Effects: w.effectHandlers(), PollInterval: 100 * time.Millisecond,
 		Limits: actor.Limits{MailboxMessages: -1}}
+	// BENCH_BATCH overrides K, to measure the default's choice.
+	if k := envInt("BENCH_BATCH", 0); k > 0 {
+		cfg.BatchSize = k
+	}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -22,13 +22,17 @@ const (
 		WHERE actor_pk = ? AND generation < ? AND ` + leaseHeld
 	// sqlTakeMove claims ready messages in sequence order up to the first
 	// one not yet due: a message backing off (or delayed) holds back every
-	// later one (strict ordering).
+	// later one (strict ordering). Both scans read only the first K rows of
+	// the actor's (actor_pk, seq) index, so a take costs the same whatever
+	// the backlog behind them.
 	sqlTakeMove = `INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at)
-		SELECT r.message_id, r.actor_pk, r.seq, ?, m.attempts + 1, ` + now + `
-		FROM ductus_ready r JOIN ductus_messages m ON m.id = r.message_id
-		WHERE r.actor_pk = ? AND r.seq < COALESCE((SELECT MIN(seq) FROM ductus_ready WHERE actor_pk = ? AND due_at > ` + now + `), 9223372036854775807)
+		SELECT h.message_id, h.actor_pk, h.seq, ?, m.attempts + 1, ` + now + `
+		FROM (SELECT message_id, actor_pk, seq, due_at FROM ductus_ready WHERE actor_pk = ? ORDER BY seq LIMIT ?) h
+		JOIN ductus_messages m ON m.id = h.message_id
+		WHERE h.seq < COALESCE((SELECT MIN(seq) FROM (SELECT seq, due_at FROM ductus_ready WHERE actor_pk = ? ORDER BY seq LIMIT ?)
+				WHERE due_at > ` + now + `), 9223372036854775807)
 			AND ` + leaseHeld + `
-		ORDER BY r.seq LIMIT ?`
+		ORDER BY h.seq`
 	sqlTakeDelete = `DELETE FROM ductus_ready WHERE message_id IN (SELECT message_id FROM ductus_claimed WHERE actor_pk = ? AND generation = ?)`
 	sqlTakeRead   = `SELECT c.message_id, c.seq, m.name, m.args, c.attempt, m.ask, m.enqueued_at, m.available_at
 		FROM ductus_claimed c JOIN ductus_messages m ON m.id = c.message_id
@@ -67,7 +71,7 @@ func (b *Backend) take(ctx context.Context, tx *wtx, owner string, l store.Lease
 	}
 	moved := int64(0)
 	if rest := int64(limit) - readopted; rest > 0 {
-		moved, err = b.exec(ctx, tx, op, sqlTakeMove, l.Generation, l.ActorPK, l.ActorPK, l.ActorPK, owner, l.Generation, rest)
+		moved, err = b.exec(ctx, tx, op, sqlTakeMove, l.Generation, l.ActorPK, rest, l.ActorPK, rest, l.ActorPK, owner, l.Generation)
 		if err != nil {
 			return nil, err
 		}
