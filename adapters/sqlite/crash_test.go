@@ -26,3 +26,12 @@ func TestCrash(t *testing.T) {
 	_ = os.Getenv
 	crashtest.Run(t, crashtest.Config{DSN: filepath.Join(t.TempDir(), "crash.db"), Open: openDSN})
 }
+
+// TestCrashEffects SIGKILLs workers while their ordered effects post to an
+// external record.
+func TestCrashEffects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test runs in full mode only")
+	}
+	crashtest.RunEffects(t, crashtest.Config{DSN: filepath.Join(t.TempDir(), "crash.db"), Open: openDSN})
+}

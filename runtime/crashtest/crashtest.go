@@ -43,7 +43,9 @@ const (
 	envDSN    = "DUCTUS_CRASHTEST_DSN"
 	envTTL    = "DUCTUS_CRASHTEST_TTL"
 	envWork   = "DUCTUS_CRASHTEST_WORK"
+	envRecord = "DUCTUS_CRASHTEST_RECORD"
 	typeName  = "crashtest.counter"
+	emitType  = "crashtest.emitter"
 )
 
 // Main runs the tests, or, in a re-executed worker process, the worker.
@@ -110,9 +112,10 @@ func worker(open Opener) int {
 	ttl, _ := time.ParseDuration(os.Getenv(envTTL))
 	work, _ := time.ParseDuration(os.Getenv(envWork))
 	reg := actor.NewRegistry()
-	reg.MustRegister(definition(work))
+	reg.MustRegister(definition(work), emitterDefinition())
 	logger := slog.New(refusals{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	h, err := host.New(host.Config{Backend: be, Registry: reg, Logger: logger, Kind: "crashtest-worker",
+		Effects: map[string]host.Effect{"record": recordEffect(os.Getenv(envRecord))}, ClaimTTL: 3 * time.Second,
 		Workers: 4, BatchSize: 16, LeaseTTL: ttl, RenewEvery: ttl / 4, PollInterval: 50 * time.Millisecond,
 		Retry: host.RetryPolicy{MaxAttempts: 1000, Base: 10 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {
@@ -160,7 +163,7 @@ func (c *Config) defaults() {
 		c.LeaseTTL = time.Second
 	}
 	if c.Work == 0 {
-		c.Work = 300 * time.Microsecond
+		c.Work = 2 * time.Millisecond // actor code time: what a pause must land in
 	}
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Minute
@@ -175,6 +178,7 @@ type proc struct {
 type fleet struct {
 	t        *testing.T
 	cfg      Config
+	record   string // the external record's URL (RunEffects)
 	mu       sync.Mutex
 	procs    []*proc
 	refused  atomic.Int64
@@ -185,7 +189,8 @@ type fleet struct {
 
 func (f *fleet) start(i int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envWorker+"=1", envDSN+"="+f.cfg.DSN, envTTL+"="+f.cfg.LeaseTTL.String(), envWork+"="+f.cfg.Work.String())
+	cmd.Env = append(os.Environ(), envWorker+"=1", envDSN+"="+f.cfg.DSN, envTTL+"="+f.cfg.LeaseTTL.String(), envWork+"="+f.cfg.Work.String(),
+		envRecord+"="+f.record)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		f.t.Fatal(err)
@@ -325,14 +330,14 @@ func Run(t *testing.T, cfg Config) {
 	chaos.Add(1)
 	go func() {
 		defer chaos.Done()
-		lastPause := time.Now()
+		lastPause := time.Time{} // the first chaos step is a pause
 		for chaosCtx.Err() == nil {
 			sleepCtx(chaosCtx, cfg.KillEvery/2+rand.N(cfg.KillEvery))
 			if chaosCtx.Err() != nil {
 				return
 			}
 			i := rand.N(cfg.Workers)
-			if time.Since(lastPause) > 1500*time.Millisecond {
+			if time.Since(lastPause) > time.Second {
 				f.mu.Lock()
 				p := f.procs[i]
 				f.mu.Unlock()
