@@ -37,6 +37,7 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 	names := jsonList(p.Names)
 	ttl := store.Micros(p.TTL)
 	var ids []int64
+	var out []store.Effect
 	err := b.write(ctx, nil, func(tx *wtx) error {
 		const op = "claim effects"
 		rows, err := tx.QueryContext(ctx, `UPDATE ductus_effects SET lease_owner = ?, attempts = attempts + 1, due_at = `+now+` + ?
@@ -92,26 +93,31 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 			}
 			ids = append(ids, take...)
 		}
-		return nil
+		// Read the claimed rows in the same transaction: a claim whose
+		// results the caller never got would hold its effects until the
+		// claims expire.
+		if len(ids) == 0 {
+			return nil
+		}
+		claimed, err := tx.QueryContext(ctx, `SELECT `+effectColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+			WHERE e.id IN (SELECT value FROM json_each(?)) ORDER BY e.id`, jsonInts(ids))
+		if err != nil {
+			return classify("read claimed effects", err)
+		}
+		defer claimed.Close()
+		for claimed.Next() {
+			e, err := scanEffect(claimed)
+			if err != nil {
+				return classify("read claimed effects", err)
+			}
+			out = append(out, e)
+		}
+		return classify("read claimed effects", claimed.Err())
 	})
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	rows, err := b.r.QueryContext(ctx, `SELECT `+effectColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
-		WHERE e.id IN (SELECT value FROM json_each(?)) AND e.lease_owner = ? ORDER BY e.id`, jsonInts(ids), p.Owner)
-	if err != nil {
-		return nil, classify("read claimed effects", err)
-	}
-	defer rows.Close()
-	var out []store.Effect
-	for rows.Next() {
-		e, err := scanEffect(rows)
-		if err != nil {
-			return nil, classify("read claimed effects", err)
-		}
-		out = append(out, e)
-	}
-	return out, classify("read claimed effects", rows.Err())
+	return out, nil
 }
 
 func scanIDs(rows *sql.Rows, into []int64) ([]int64, error) {

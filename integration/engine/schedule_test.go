@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/runtime/host"
 )
 
 func TestScheduleRunsStoreDueAndPrevious(t *testing.T) {
@@ -42,5 +45,52 @@ destinations:
 		if gap := runs[i].Due.Sub(runs[i-1].Due); gap < 900*time.Millisecond || gap > 1100*time.Millisecond {
 			t.Fatalf("runs %d and %d are %s apart, want the 1s interval", i-1, i, gap)
 		}
+	}
+}
+
+// Runs missed while the engine was down collapse into one run at start.
+func TestScheduleMissedRunsCollapse(t *testing.T) {
+	api := newReceiver(t)
+	proj := project(t, map[string]string{
+		"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
+		"interfaces/tick/interface.yaml": `
+source: { type: schedule, every: 1s }
+destinations:
+  out: { type: http, url: "` + api.srv.URL + `" }
+`,
+		"interfaces/tick/transform.js": `function transform(run) { return run; }`,
+	})
+	be := testBackend(t)
+	first, err := New(context.Background(), proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) { c.PollInterval = 20 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	eventually(t, 10*time.Second, "the first run", func() bool { return api.count() >= 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	stopped := time.Now()
+	time.Sleep(3500 * time.Millisecond) // three runs missed
+	restarted := time.Now()
+	running(t, proj, be)
+	eventually(t, 10*time.Second, "runs after the restart", func() bool { return api.count() >= 3 })
+	time.Sleep(1500 * time.Millisecond)
+	missed := 0
+	for _, b := range api.bodies() {
+		var r struct{ Due time.Time }
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Due.After(stopped) && r.Due.Before(restarted) {
+			missed++
+		}
+	}
+	if missed != 1 {
+		t.Fatalf("%d runs for the slots missed while the engine was down, want one (they collapse)", missed)
 	}
 }

@@ -119,10 +119,19 @@ func (h *Host) effectLoop(ctx context.Context) {
 	for n := range h.cfg.Effects {
 		names = append(names, n)
 	}
+	// The flusher outlives the loop: effects still running at shutdown
+	// give their claims back (Release outcomes), and those must be
+	// recorded, or the claims would hold their lanes until they expire.
 	fl := newFlusher(h)
-	go fl.run(ctx)
+	flCtx, stopFlusher := context.WithCancel(context.WithoutCancel(ctx))
+	flushed := make(chan struct{})
+	go func() { fl.run(flCtx); close(flushed) }()
 	var running sync.WaitGroup
-	defer running.Wait()
+	defer func() {
+		running.Wait()
+		stopFlusher()
+		<-flushed
+	}()
 	sem := make(chan struct{}, effectClaimLimit*2)
 	poll := time.NewTicker(h.cfg.PollInterval)
 	defer poll.Stop()
@@ -308,16 +317,21 @@ func (f *flusher) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			f.flush(context.WithoutCancel(ctx))
+			f.flush()
 			return
 		case <-t.C:
 		case <-f.kick:
 		}
-		f.flush(ctx)
+		f.flush()
 	}
 }
 
-func (f *flusher) flush(ctx context.Context) {
+// flush records the buffered outcomes. It is never cancelled (only
+// bounded in time): an outcome dropped half-way would leave its effect
+// claimed until the claim expires.
+func (f *flusher) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	f.mu.Lock()
 	batch := f.buf
 	f.buf = nil
