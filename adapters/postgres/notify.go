@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// Cross-process wake-ups. Writers NOTIFY inside their own transaction
+// (pg_notify, pipelined before the implicit commit), so a signal is
+// delivered only if the transaction commits, and never before its rows are
+// visible. The payload is "w" for new work (MailboxEnqueueParams.Signal)
+// or "d:<id>,<id>,..." for finished messages someone asked for
+// (TurnCommitParams.SignalDone).
+//
+// NOTIFY is kept off the hot commit path: a transaction that notifies
+// takes PostgreSQL's global notification-queue lock at commit and holds it
+// until its commit record is flushed, which serialises every notifying
+// commit of the cluster behind one another's fsync. So the adapter sends
+// nothing unless asked: the runtime sets Signal only when no local worker
+// is free to take the work, and SignalDone only for messages an Ask in
+// another process is waiting for. Identical notifications of one
+// transaction are folded into one by the server.
+//
+// Each Backend keeps one listening connection, opened when the first
+// Listen starts and shared by every Listen of the backend. When it breaks
+// it reconnects with back-off (100ms doubling to 5s), and after every
+// (re)connect it delivers a Work signal, since notifications sent while it
+// was down are lost: the runtime polls once and is back in step. Polling
+// remains the safety net throughout.
+
+// Listen implements store.Signaler: fn is called for every signal until
+// ctx ends; Listen returns nil then.
+func (b *Backend) Listen(ctx context.Context, fn func(store.Signal)) error {
+	id := b.hub.add(fn)
+	defer b.hub.remove(id)
+	<-ctx.Done()
+	return nil
+}
+
+// hub is the backend's one listener connection and its subscribers.
+type hub struct {
+	b      *Backend
+	mu     sync.Mutex
+	subs   map[int]func(store.Signal)
+	next   int
+	cancel context.CancelFunc // stops the listener goroutine
+	done   chan struct{}
+	closed bool
+}
+
+func newHub(b *Backend) *hub { return &hub{b: b, subs: map[int]func(store.Signal){}} }
+
+func (h *hub) add(fn func(store.Signal)) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next++
+	h.subs[h.next] = fn
+	if h.cancel == nil && !h.closed {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan struct{})
+		go h.run(ctx, h.done)
+	}
+	return h.next
+}
+
+func (h *hub) remove(id int) {
+	h.mu.Lock()
+	delete(h.subs, id)
+	var stop context.CancelFunc
+	var done chan struct{}
+	if len(h.subs) == 0 && h.cancel != nil {
+		stop, done = h.cancel, h.done
+		h.cancel, h.done = nil, nil
+	}
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	stop, done := h.cancel, h.done
+	h.cancel, h.done = nil, nil
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+func (h *hub) deliver(s store.Signal) {
+	h.mu.Lock()
+	fns := make([]func(store.Signal), 0, len(h.subs))
+	for _, fn := range h.subs {
+		fns = append(fns, fn)
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(s)
+	}
+}
+
+// run keeps a LISTEN connection open until ctx ends.
+func (h *hub) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := h.listen(ctx, func() { backoff = 100 * time.Millisecond })
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err // the runtime polls meanwhile; there is no one to report to
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// listen runs one connection's life: connect, LISTEN, deliver.
+func (h *hub) listen(ctx context.Context, connected func()) error {
+	cfg := h.b.connCfg.Copy()
+	cfg.RuntimeParams["application_name"] = "ductus-listen:" + h.b.schema
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.b.channel}.Sanitize()); err != nil {
+		return err
+	}
+	connected()
+	h.deliver(store.Signal{Work: true}) // whatever was sent while no one listened
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if s, ok := parseSignal(n.Payload); ok {
+			h.deliver(s)
+		}
+	}
+}
+
+// parseSignal reads a payload written by the adapter.
+func parseSignal(payload string) (store.Signal, bool) {
+	if payload == "w" {
+		return store.Signal{Work: true}, true
+	}
+	rest, ok := strings.CutPrefix(payload, "d:")
+	if !ok {
+		return store.Signal{}, false
+	}
+	var s store.Signal
+	for _, f := range strings.Split(rest, ",") {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return store.Signal{}, false
+		}
+		s.Done = append(s.Done, id)
+	}
+	return s, len(s.Done) > 0
+}

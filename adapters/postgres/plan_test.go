@@ -1,0 +1,275 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// explain returns the plan the adapter's connections run query with: the
+// generic plan of the prepared statement (connections force generic
+// plans), shown by EXPLAIN EXECUTE with the given SQL literals.
+func explain(t *testing.T, b *Backend, query, literals string) string {
+	t.Helper()
+	ctx := ctxT(t)
+	conn, err := b.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "PREPARE ductus_explain AS "+query); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), "DEALLOCATE ductus_explain")
+	rows, err := conn.Query(ctx, "EXPLAIN EXECUTE ductus_explain("+literals+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var sb strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		sb.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
+}
+
+// TestQueueReadIsIndexRangeScan builds a delivered history of 100,000
+// messages behind a hot actor (and 20,000 ready or claimed messages over
+// 2,000 other actors), then checks that the take and the claim are index range scans:
+// completed messages are in neither the ready nor the claimed table, so
+// the queue read touches K rows whatever the history.
+func TestQueueReadIsIndexRangeScan(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("builds a 100,000-message history")
+	}
+	b := openSchema(t, newSchema(), nil)
+	ctx := ctxT(t)
+	hot := actor.Ref{Type: "plan", ID: "hot"}
+	if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: hot, Name: "m"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The history, written directly: completed messages 2..100001.
+	if _, err := b.Pool().Exec(ctx, `
+		INSERT INTO ductus_messages (actor_pk, seq, name, args, enqueued_at, available_at, attempts)
+		SELECT a.pk, g, 'm', '{}', now(), now(), 1 FROM ductus_actors a, generate_series(2, 100001) g WHERE a.type = 'plan';
+		INSERT INTO ductus_results (message_id, attempt, completed_at, result)
+		SELECT m.id, 1, now(), 'null' FROM ductus_messages m JOIN ductus_actors a ON a.pk = m.actor_pk WHERE a.type = 'plan' AND m.seq > 1;
+		UPDATE ductus_actors SET next_seq = 100002 WHERE type = 'plan'`); err != nil {
+		t.Fatal(err)
+	}
+	var others []store.NewMessage
+	for i := 0; i < 20000; i++ {
+		others = append(others, store.NewMessage{Ref: actor.Ref{Type: "plan.other", ID: fmt.Sprintf("o%04d", i%2000)}, Name: "m"})
+	}
+	if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: others}); err != nil {
+		t.Fatal(err)
+	}
+	var hotMsgs []store.NewMessage
+	for i := 0; i < 50; i++ {
+		hotMsgs = append(hotMsgs, store.NewMessage{Ref: hot, Name: "m"})
+	}
+	if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: hotMsgs}); err != nil {
+		t.Fatal(err)
+	}
+	// Half the other actors are mid-turn: their messages sit in claimed.
+	if _, err := b.Pool().Exec(ctx, `
+		WITH mv AS (DELETE FROM ductus_ready r USING ductus_actors a WHERE a.pk = r.actor_pk AND a.type = 'plan.other' AND a.id < 'o1000'
+			RETURNING r.actor_pk, r.seq, r.message_id)
+		INSERT INTO ductus_claimed (actor_pk, seq, message_id, generation, attempt, claimed_at) SELECT actor_pk, seq, message_id, 1, 1, now() FROM mv`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pool().Exec(ctx, `ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := b.LeaseClaim(ctx, &store.LeaseClaimParams{Owner: "w", TTL: time.Minute, Limit: 1, Types: []string{"plan"}})
+	if err != nil || len(ls) != 1 {
+		t.Fatal(ls, err)
+	}
+	l := ls[0].LeaseRef
+
+	take := explain(t, b, sqlTake, fmt.Sprintf("%d, 'w', %d, 16", l.ActorPK, l.Generation))
+	t.Logf("take plan:\n%s", take)
+	for _, want := range []string{"Index Scan using ductus_actors_pkey", "Index Scan using ductus_ready_pkey on ductus_ready", "Index Scan using ductus_messages_pkey"} {
+		if !strings.Contains(take, want) {
+			t.Errorf("the take's plan does not use %q", want)
+		}
+	}
+	for _, bad := range []string{"Seq Scan on ductus_messages", "Seq Scan on ductus_ready", "Seq Scan on ductus_claimed"} {
+		if strings.Contains(take, bad) {
+			t.Errorf("the take's plan has a %q", bad)
+		}
+	}
+	claim := explain(t, b, sqlClaim, "'w2', 60000000, '{plan.other}', 10")
+	t.Logf("claim plan:\n%s", claim)
+	if !strings.Contains(claim, "Index Scan using ductus_actors_claimable") || !strings.Contains(claim, "Index Scan using ductus_actors_pkey") ||
+		strings.Contains(claim, "Seq Scan on ductus_actors") {
+		t.Errorf("the claim does not range-scan the claim index and update by key")
+	}
+	fence := explain(t, b, sqlFence, fmt.Sprintf("%d, 'w', %d, null, 1, 0", l.ActorPK, l.Generation))
+	if !strings.Contains(fence, "Index Scan using ductus_actors_pkey") {
+		t.Errorf("the fence does not find the actor by key:\n%s", fence)
+	}
+
+	// For the record (tests never assert speed): the take itself, once
+	// its statement is prepared.
+	msgs, err := b.MessageTake(ctx, &store.MessageTakeParams{Owner: "w", Lease: l, Limit: 16})
+	if err != nil || len(msgs) != 16 || msgs[0].Seq != 1 {
+		t.Fatalf("take = %d messages (first %+v), %v", len(msgs), msgs, err)
+	}
+	var took []time.Duration
+	for i := 0; i < 3; i++ {
+		if _, err := b.TurnCommit(ctx, &store.TurnCommitParams{Owner: "w", Lease: l, Completed: completions(msgs)}); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		if msgs, err = b.MessageTake(ctx, &store.MessageTakeParams{Owner: "w", Lease: l, Limit: 16}); err != nil || len(msgs) == 0 {
+			t.Fatal(len(msgs), err)
+		}
+		took = append(took, time.Since(began))
+	}
+	t.Logf("takes of 16 behind 100,000 delivered messages: %v", took)
+}
+
+// rtConn counts round trips on a connection: a read that follows a write
+// is one (pipelined statements cost one round trip together).
+type rtConn struct {
+	net.Conn
+	n     *atomic.Int64
+	wrote atomic.Bool
+}
+
+func (c *rtConn) Write(p []byte) (int, error) { c.wrote.Store(true); return c.Conn.Write(p) }
+func (c *rtConn) Read(p []byte) (int, error) {
+	if c.wrote.Swap(false) {
+		c.n.Add(1)
+	}
+	return c.Conn.Read(p)
+}
+
+// TestRoundTrips measures, on the wire, the round trips of the hot path
+// once its statements are prepared: a Tell, a claim, a take, a commit of K
+// messages, the same with the next take folded in, and with a NOTIFY.
+func TestRoundTrips(t *testing.T) {
+	need(t)
+	var n atomic.Int64
+	b := openSchema(t, newSchema(), func(pc *pgxpool.Config) {
+		pc.MaxConns, pc.MinConns = 1, 1
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &rtConn{Conn: c, n: &n}, nil
+		}
+	})
+	ctx := ctxT(t)
+	const k = 8
+	cycle := func(id string, measure func(what string, want int64, fn func())) {
+		r := actor.Ref{Type: "rt", ID: id}
+		var pk int64
+		measure("Tell (one message)", 1, func() {
+			res, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pk = res[0].ActorPK
+		})
+		batch := make([]store.NewMessage, 3*k)
+		for i := range batch {
+			batch[i] = store.NewMessage{Ref: actor.Ref{Type: "rt", ID: fmt.Sprintf("%s-%d", id, i%3)}, Name: "m"}
+			if i < 2*k {
+				batch[i].Ref = r
+			}
+		}
+		measure("TellBatch (24 messages, 3 actors)", 1, func() {
+			if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: batch, MailboxCap: 1000}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		var ls []store.Lease
+		measure("claim", 1, func() {
+			var err error
+			ls, err = b.LeaseClaim(ctx, &store.LeaseClaimParams{Owner: "w", TTL: time.Minute, Limit: 1, Types: []string{"rt"}, PKs: []int64{pk}})
+			if err != nil || len(ls) != 1 {
+				t.Fatal(ls, err)
+			}
+		})
+		l := ls[0].LeaseRef
+		var msgs []store.Message
+		measure("take (K=8)", 1, func() {
+			var err error
+			msgs, err = b.MessageTake(ctx, &store.MessageTakeParams{Owner: "w", Lease: l, Limit: k})
+			if err != nil || len(msgs) != k {
+				t.Fatal(len(msgs), err)
+			}
+		})
+		var next []store.Message
+		measure("commit of K=8 with the next take", 1, func() {
+			res, err := b.TurnCommit(ctx, &store.TurnCommitParams{Owner: "w", Lease: l, State: []byte(`{"n":8}`), StateVersion: 1, Completed: completions(msgs), TakeNext: k})
+			if err != nil || len(res.Next) != k {
+				t.Fatal(len(res.Next), err)
+			}
+			next = res.Next
+		})
+		measure("commit of K=8 with a done NOTIFY", 1, func() {
+			if _, err := b.TurnCommit(ctx, &store.TurnCommitParams{Owner: "w", Lease: l, Completed: completions(next[:k-1]),
+				Returned: []int64{next[k-1].ID}, SignalDone: []int64{next[0].ID}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		msgs, _ = b.MessageTake(ctx, &store.MessageTakeParams{Owner: "w", Lease: l, Limit: k})
+		measure("commit of K=1", 1, func() {
+			if _, err := b.TurnCommit(ctx, &store.TurnCommitParams{Owner: "w", Lease: l, Completed: completions(msgs)}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		measure("renew", 1, func() {
+			if _, err := b.LeaseRenew(ctx, &store.LeaseRenewParams{Owner: "w", TTL: time.Minute, Leases: []store.LeaseRef{l}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		measure("release", 1, func() {
+			if err := b.LeaseRelease(ctx, &store.LeaseReleaseParams{Owner: "w", Leases: []store.LeaseRef{l}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// The first cycle prepares every statement (one extra round trip for
+	// each batch that meets a new statement); the second is measured.
+	cycle("warm", func(_ string, _ int64, fn func()) { fn() })
+	cycle("hot", func(what string, want int64, fn func()) {
+		before := n.Load()
+		fn()
+		got := n.Load() - before
+		t.Logf("%-40s %d round trip(s)", what, got)
+		if got != want {
+			t.Errorf("%s took %d round trips, want %d", what, got, want)
+		}
+	})
+}
+
+func completions(msgs []store.Message) []store.Completion {
+	out := make([]store.Completion, len(msgs))
+	for i, m := range msgs {
+		out[i] = store.Completion{MessageID: m.ID, Attempt: m.Attempt, Result: []byte(`null`)}
+	}
+	return out
+}

@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ductus/ductus/runtime/crashtest"
+	"github.com/ductus/ductus/runtime/scenariotest"
+	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/runtime/store/storetest"
+)
+
+// Every test run makes its own database (ductus_test_<random>) on the
+// server named by DUCTUS_TEST_POSTGRES (default: the local server) and
+// drops it at the end; each test gets a fresh schema in it.
+var (
+	testDSN     string // the run's database
+	skipReason  string // why the tests skip (no server)
+	schemaCount atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DUCTUS_CRASHTEST_WORKER") == "1" {
+		crashtest.Main(m, openCrash) // a re-executed worker process: runs and exits
+	}
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	base := os.Getenv("DUCTUS_TEST_POSTGRES")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintf(os.Stderr, "postgres: cannot reach the test server (%v); CI=true, so this fails\n", err)
+			return 1
+		}
+		skipReason = "no PostgreSQL server reachable; set DUCTUS_TEST_POSTGRES=postgres://user@host:5432/db to run these tests"
+		fmt.Fprintln(os.Stderr, "postgres tests skipped: "+skipReason)
+		return m.Run()
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	db := "ductus_test_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		fmt.Fprintf(os.Stderr, "postgres: create the test database: %v\n", err)
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "postgres: drop the test database %s: %v\n", db, err)
+		}
+		admin.Close(ctx)
+	}()
+	testDSN, err = withDatabase(base, db)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "postgres: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// withDatabase points a DSN (URL or key=value) at another database.
+func withDatabase(dsn, db string) (string, error) {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + db
+		return u.String(), nil
+	}
+	return dsn + " dbname=" + db, nil
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+}
+
+// newSchema returns a schema name unique to this run.
+func newSchema() string { return fmt.Sprintf("t%d", schemaCount.Add(1)) }
+
+// openSchema opens a backend on schema and closes it at the test's end.
+func openSchema(t *testing.T, schema string, adjust func(*pgxpool.Config)) *Backend {
+	t.Helper()
+	need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := Open(ctx, Config{DSN: testDSN, Schema: schema, MaxConns: 12, Pool: adjust})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// open is the conformance suite's factory: a fresh schema per test,
+// dropped after it.
+func open(t *testing.T) store.Backend {
+	schema := newSchema()
+	b := openSchema(t, schema, nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, testDSN); err == nil {
+			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(ctx)
+		}
+	})
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	need(t)
+	storetest.Run(t, open)
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestScenarios(t *testing.T) {
+	need(t)
+	scenariotest.Run(t, open)
+}
+
+// openCrash opens a crash test's backend, in the test and in its worker
+// processes, from "<schema>|<dsn>".
+func openCrash(ctx context.Context, dsn string) (store.Backend, error) {
+	schema, dsn, _ := strings.Cut(dsn, "|")
+	return Open(ctx, Config{DSN: dsn, Schema: schema, MaxConns: 8})
+}
+
+// cutConnections is the crash tests' Postgres chaos: every 150ms it
+// terminates one backend of the runtime that is running a statement or
+// sits inside a transaction (most often a pipelined commit).
+func cutConnections(t *testing.T, cuts *atomic.Int64) func(ctx context.Context, pids func() []int) {
+	return func(ctx context.Context, pids func() []int) {
+		conn, err := pgx.Connect(ctx, testDSN)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(150 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				t.Logf("cut %d worker connections mid-statement", cuts.Load())
+				return
+			case <-tick.C:
+			}
+			var n int64
+			_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM (
+				SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ductus'
+					AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')
+				ORDER BY random() LIMIT 1) x`).Scan(&n)
+			cuts.Add(n)
+		}
+	}
+}
+
+// TestCrash runs the real-process crash test on PostgreSQL: workers
+// SIGKILLed and restarted, paused past their lease, and (the Postgres
+// addition) their connections cut mid-statement with pg_terminate_backend.
+func TestCrash(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("the crash test runs in full mode only")
+	}
+	var cuts atomic.Int64
+	crashtest.Run(t, crashtest.Config{DSN: "crash|" + testDSN, Open: openCrash, Chaos: cutConnections(t, &cuts)})
+}
+
+// TestCrashEffects SIGKILLs workers (and cuts their connections) while
+// their ordered effects post to an external record.
+func TestCrashEffects(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("the crash test runs in full mode only")
+	}
+	var cuts atomic.Int64
+	crashtest.RunEffects(t, crashtest.Config{DSN: "crash_effects|" + testDSN, Open: openCrash, Chaos: cutConnections(t, &cuts)})
+}
