@@ -34,9 +34,10 @@ fuzz-smoke:
 	$(GO) test ./integration/mllp -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./integration/format -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 
-## bench: the benchmark harness against BACKEND (sqlite, postgres, mysql)
+## bench: the benchmark harness against BACKEND (sqlite, postgres, mysql); with postgres also the River peer, in the same run
 bench:
 	$(GO) run ./bench -backend $(BACKEND)
+	@if [ "$(BACKEND)" = postgres ]; then cd bench/peers/river && $(GO) run . ; fi
 
 ## bench-smoke: every scenario with tiny counts, so the harness cannot rot (asserts nothing about speed)
 bench-smoke:

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ductus/ductus/adapters/postgres"
+)
+
+func init() {
+	backends["postgres"] = func(o options) (env, error) {
+		dsn := os.Getenv("DUCTUS_TEST_POSTGRES")
+		if dsn == "" {
+			dsn = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+		}
+		return &postgresEnv{admin: dsn}, nil
+	}
+}
+
+// postgresEnv makes each scenario a fresh database on the server named by
+// DUCTUS_TEST_POSTGRES (else the local one) and drops it afterwards.
+type postgresEnv struct{ admin string }
+
+func (e *postgresEnv) fresh(ctx context.Context) (string, func(), error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "ductus_bench_" + hex.EncodeToString(b)
+	conn, err := pgx.Connect(ctx, e.admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("postgres: connect to %s: %w", redactDSN(e.admin), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, err
+	}
+	u, err := url.Parse(e.admin)
+	if err != nil || u.Scheme == "" {
+		return "", nil, fmt.Errorf("postgres: DUCTUS_TEST_POSTGRES must be a URL")
+	}
+	u.Path = "/" + name
+	cleanup := func() {
+		c, err := pgx.Connect(context.Background(), e.admin)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(context.Background())
+		}
+	}
+	return u.String(), cleanup, nil
+}
+
+func (e *postgresEnv) open(ctx context.Context, dsn string, count *counter) (backend, error) {
+	cfg := postgres.Config{DSN: dsn}
+	if count != nil {
+		cfg.Pool = func(pc *pgxpool.Config) { pc.ConnConfig.Tracer = &statementCounter{n: count} }
+	}
+	return postgres.Open(ctx, cfg)
+}
+
+// baseline is the server's durable-commit limit through the same pool: a
+// one-row INSERT and COMMIT per transaction.
+func (e *postgresEnv) baseline(ctx context.Context, dsn string, conns int, d time.Duration) (int, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return 0, err
+	}
+	pc.MaxConns = int32(max(conns, 1))
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_baseline (id bigserial PRIMARY KEY, v text)`); err != nil {
+		return 0, err
+	}
+	return runBaseline(ctx, conns, d, func(ctx context.Context) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO bench_baseline (v) VALUES ('x')`); err != nil {
+			tx.Rollback(ctx)
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+}
+
+// statementCounter counts every statement a pgx connection sends.
+type statementCounter struct{ n *atomic.Int64 }
+
+func (s *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	s.n.Add(1)
+	return ctx
+}
+
+func (s *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		u.User = url.User(u.User.Username())
+		return u.String()
+	}
+	return strings.SplitN(dsn, "@", 2)[len(strings.SplitN(dsn, "@", 2))-1]
+}
