@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(envEngineChild); dir != "" {
 		os.Exit(engineChild(dir))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	dropTestDatabases()
+	os.Exit(code)
 }
 
 func engineChild(dir string) int {

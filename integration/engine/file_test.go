@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/runtime/store"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,9 +28,10 @@ func listFiles(t *testing.T, dir string) []string {
 }
 
 func TestFileSourceSplitsCSVAndHL7ToFiles(t *testing.T) {
-	proj := project(t, map[string]string{
-		"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
-		"interfaces/lab/interface.yaml": `
+	forEachBackend(t, func(t *testing.T, be store.Backend) {
+		proj := project(t, map[string]string{
+			"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
+			"interfaces/lab/interface.yaml": `
 format: csv
 source: { type: file, path: inbox/lab, pattern: "*.csv", split: records, poll: 20ms }
 ordering_key: $.mrn
@@ -37,69 +39,70 @@ partitions: 4
 destinations:
   out: { type: file, path: out/lab, name: "{{.Key}}/{{.ID}}.json", format: json }
 `,
-		"interfaces/lab/transform.js": `function transform(r, meta) { return { mrn: r.mrn, seq: Number(r.seq), test: r.test }; }`,
-		"interfaces/adt/interface.yaml": `
+			"interfaces/lab/transform.js": `function transform(r, meta) { return { mrn: r.mrn, seq: Number(r.seq), test: r.test }; }`,
+			"interfaces/adt/interface.yaml": `
 format: hl7v2
 source: { type: file, path: inbox/adt, split: none, poll: 20ms, after: delete }
 destinations:
   archive: { type: file, path: out/adt, name: "{{.ID}}.hl7" }
 `,
-		"interfaces/adt/transform.js": `function transform(msg) { msg.set("MSH-6", "ARCHIVE"); return msg; }`,
-	})
-	e := running(t, proj, testBackend(t))
-	dir := proj.Dir
+			"interfaces/adt/transform.js": `function transform(msg) { msg.set("MSH-6", "ARCHIVE"); return msg; }`,
+		})
+		e := running(t, proj, be)
+		dir := proj.Dir
 
-	var csv strings.Builder
-	csv.WriteString("mrn,seq,test\n")
-	for i := 0; i < 1200; i++ {
-		fmt.Fprintf(&csv, "m%d,%d,\"glucose,\nfasting\"\n", i%5, i)
-	}
-	writeFile(t, filepath.Join(dir, "inbox/lab/results.csv"), csv.String())
-	writeFile(t, filepath.Join(dir, "inbox/adt/a01.hl7"), "MSH|^~\\&|PAS|H|EMR|H|20261202||ADT^A01|C1|P|2.5\rPID|1||42^^^H^MR||Doe^Jane\r")
-	writeFile(t, filepath.Join(dir, "inbox/adt/junk.hl7"), "this is not HL7\n")
+		var csv strings.Builder
+		csv.WriteString("mrn,seq,test\n")
+		for i := 0; i < 1200; i++ {
+			fmt.Fprintf(&csv, "m%d,%d,\"glucose,\nfasting\"\n", i%5, i)
+		}
+		writeFile(t, filepath.Join(dir, "inbox/lab/results.csv"), csv.String())
+		writeFile(t, filepath.Join(dir, "inbox/adt/a01.hl7"), "MSH|^~\\&|PAS|H|EMR|H|20261202||ADT^A01|C1|P|2.5\rPID|1||42^^^H^MR||Doe^Jane\r")
+		writeFile(t, filepath.Join(dir, "inbox/adt/junk.hl7"), "this is not HL7\n")
 
-	eventually(t, 60*time.Second, "1200 lab records written", func() bool { return len(listFiles(t, filepath.Join(dir, "out/lab"))) == 1200 })
-	eventually(t, 10*time.Second, "the CSV file moved to done", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "inbox/lab/done/results.csv"))
-		return err == nil
-	})
-	// Every key got all its records.
-	for k := 0; k < 5; k++ {
-		var seqs []int
-		for _, p := range listFiles(t, filepath.Join(dir, "out/lab", fmt.Sprintf("m%d", k))) {
-			b, _ := os.ReadFile(p)
-			var r struct{ Seq int }
-			if err := json.Unmarshal(b, &r); err != nil {
-				t.Fatal(err)
+		eventually(t, 60*time.Second, "1200 lab records written", func() bool { return len(listFiles(t, filepath.Join(dir, "out/lab"))) == 1200 })
+		eventually(t, 10*time.Second, "the CSV file moved to done", func() bool {
+			_, err := os.Stat(filepath.Join(dir, "inbox/lab/done/results.csv"))
+			return err == nil
+		})
+		// Every key got all its records.
+		for k := 0; k < 5; k++ {
+			var seqs []int
+			for _, p := range listFiles(t, filepath.Join(dir, "out/lab", fmt.Sprintf("m%d", k))) {
+				b, _ := os.ReadFile(p)
+				var r struct{ Seq int }
+				if err := json.Unmarshal(b, &r); err != nil {
+					t.Fatal(err)
+				}
+				seqs = append(seqs, r.Seq)
 			}
-			seqs = append(seqs, r.Seq)
-		}
-		if len(seqs) != 240 {
-			t.Fatalf("key m%d: %d records", k, len(seqs))
-		}
-	}
-	eventually(t, 10*time.Second, "the HL7 file archived", func() bool { return len(listFiles(t, filepath.Join(dir, "out/adt"))) == 1 })
-	got, _ := os.ReadFile(listFiles(t, filepath.Join(dir, "out/adt"))[0])
-	if !strings.Contains(string(got), "|ARCHIVE|") {
-		t.Fatalf("archived %q", got)
-	}
-	eventually(t, 10*time.Second, "both HL7 files deleted", func() bool { return len(listFiles(t, filepath.Join(dir, "inbox/adt"))) == 0 })
-	msgs, err := e.Store().List(context.Background(), "adt", "", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rejected := 0
-	for _, m := range msgs {
-		if m.Status == msgstore.StatusRejected {
-			rejected++
-			if !strings.Contains(fmt.Sprint(m.Meta["reason"]), "not hl7v2") {
-				t.Fatalf("rejected reason %v", m.Meta["reason"])
+			if len(seqs) != 240 {
+				t.Fatalf("key m%d: %d records", k, len(seqs))
 			}
 		}
-	}
-	if rejected != 1 || len(msgs) != 2 {
-		t.Fatalf("adt messages: %d stored, %d rejected", len(msgs), rejected)
-	}
+		eventually(t, 10*time.Second, "the HL7 file archived", func() bool { return len(listFiles(t, filepath.Join(dir, "out/adt"))) == 1 })
+		got, _ := os.ReadFile(listFiles(t, filepath.Join(dir, "out/adt"))[0])
+		if !strings.Contains(string(got), "|ARCHIVE|") {
+			t.Fatalf("archived %q", got)
+		}
+		eventually(t, 10*time.Second, "both HL7 files deleted", func() bool { return len(listFiles(t, filepath.Join(dir, "inbox/adt"))) == 0 })
+		msgs, err := e.Store().List(context.Background(), "adt", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rejected := 0
+		for _, m := range msgs {
+			if m.Status == msgstore.StatusRejected {
+				rejected++
+				if !strings.Contains(fmt.Sprint(m.Meta["reason"]), "not hl7v2") {
+					t.Fatalf("rejected reason %v", m.Meta["reason"])
+				}
+			}
+		}
+		if rejected != 1 || len(msgs) != 2 {
+			t.Fatalf("adt messages: %d stored, %d rejected", len(msgs), rejected)
+		}
+	})
 }
 
 func writeFile(t *testing.T, path, body string) {

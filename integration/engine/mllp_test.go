@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/runtime/store"
 	"io"
 	"net"
 	"path/filepath"
@@ -103,100 +104,104 @@ func sendAll(t *testing.T, addr string, msgs [][]byte) []mllpnet.Ack {
 }
 
 func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
-	emr, err := sink.New(sink.Options{Listen: "127.0.0.1:0", AE: 0.2, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emr.Close()
-	listen := freePort(t)
-	proj := project(t, adtProject(t, listen, emr.Addr()))
-	e := running(t, proj, testBackend(t))
-
-	msgs, order := generated(t, 80, 12)
-	acks := sendAll(t, listen, msgs)
-	for i, a := range acks {
-		if a.Code != "AA" {
-			t.Fatalf("message %d: ACK %s %s", i, a.Code, a.Text)
+	forEachBackend(t, func(t *testing.T, be store.Backend) {
+		emr, err := sink.New(sink.Options{Listen: "127.0.0.1:0", AE: 0.2, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// A repeat gets the original's ACK again, byte for byte, and is not delivered again.
-	again := sendAll(t, listen, msgs[:1])
-	if !bytes.Equal(again[0].Raw, acks[0].Raw) {
-		t.Fatalf("duplicate ACK\n%q\nwant the original's\n%q", again[0].Raw, acks[0].Raw)
-	}
-	eventually(t, 30*time.Second, "80 accepted by the EMR", func() bool { return emr.Codes().AA >= 80 })
-	var accepted []sink.Message
-	for _, m := range emr.Messages() {
-		if m.Accepted() {
-			accepted = append(accepted, m)
-			if !bytes.Contains(m.Raw, []byte("|EMR|")) {
-				t.Fatalf("the transform did not run: %q", m.Raw)
+		defer emr.Close()
+		listen := freePort(t)
+		proj := project(t, adtProject(t, listen, emr.Addr()))
+		e := running(t, proj, be)
+
+		msgs, order := generated(t, 80, 12)
+		acks := sendAll(t, listen, msgs)
+		for i, a := range acks {
+			if a.Code != "AA" {
+				t.Fatalf("message %d: ACK %s %s", i, a.Code, a.Text)
 			}
 		}
-	}
-	if len(accepted) != 80 {
-		t.Fatalf("the EMR accepted %d messages, want 80 (a duplicate was delivered?)", len(accepted))
-	}
-	perKeyOrdered(t, order, emr.Messages())
-	if emr.Codes().AE == 0 {
-		t.Fatal("the sink answered no AE: the retry path was not exercised")
-	}
-	eventually(t, 10*time.Second, "80 archived", func() bool { return len(listFiles(t, filepath.Join(proj.Dir, "out/archive"))) == 80 })
+		// A repeat gets the original's ACK again, byte for byte, and is not delivered again.
+		again := sendAll(t, listen, msgs[:1])
+		if !bytes.Equal(again[0].Raw, acks[0].Raw) {
+			t.Fatalf("duplicate ACK\n%q\nwant the original's\n%q", again[0].Raw, acks[0].Raw)
+		}
+		eventually(t, 30*time.Second, "80 accepted by the EMR", func() bool { return emr.Codes().AA >= 80 })
+		var accepted []sink.Message
+		for _, m := range emr.Messages() {
+			if m.Accepted() {
+				accepted = append(accepted, m)
+				if !bytes.Contains(m.Raw, []byte("|EMR|")) {
+					t.Fatalf("the transform did not run: %q", m.Raw)
+				}
+			}
+		}
+		if len(accepted) != 80 {
+			t.Fatalf("the EMR accepted %d messages, want 80 (a duplicate was delivered?)", len(accepted))
+		}
+		perKeyOrdered(t, order, emr.Messages())
+		if emr.Codes().AE == 0 {
+			t.Fatal("the sink answered no AE: the retry path was not exercised")
+		}
+		eventually(t, 10*time.Second, "80 archived", func() bool { return len(listFiles(t, filepath.Join(proj.Dir, "out/archive"))) == 80 })
 
-	// Not HL7 at all: AR from the listener, nothing stored.
-	c, _ := net.Dial("tcp", listen)
-	defer c.Close()
-	c.Write([]byte("\x0bhello\x1c\x0d"))
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 4096)
-	n, _ := io.ReadAtLeast(c, buf, 10)
-	if code := mllpnet.AckCode(bytes.Trim(buf[:n], "\x0b\x1c\x0d")); code != "AR" {
-		t.Fatalf("non-HL7 frame answered %q (%q)", code, buf[:n])
-	}
-	_ = e
+		// Not HL7 at all: AR from the listener, nothing stored.
+		c, _ := net.Dial("tcp", listen)
+		defer c.Close()
+		c.Write([]byte("\x0bhello\x1c\x0d"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 4096)
+		n, _ := io.ReadAtLeast(c, buf, 10)
+		if code := mllpnet.AckCode(bytes.Trim(buf[:n], "\x0b\x1c\x0d")); code != "AR" {
+			t.Fatalf("non-HL7 frame answered %q (%q)", code, buf[:n])
+		}
+		_ = e
+	})
 }
 
 func TestMLLPReceiverDownThenUpAndRefusal(t *testing.T) {
-	emrAddr := freePort(t) // nothing listens yet
-	listen := freePort(t)
-	proj := project(t, adtProject(t, listen, emrAddr))
-	e := running(t, proj, testBackend(t))
+	forEachBackend(t, func(t *testing.T, be store.Backend) {
+		emrAddr := freePort(t) // nothing listens yet
+		listen := freePort(t)
+		proj := project(t, adtProject(t, listen, emrAddr))
+		e := running(t, proj, be)
 
-	msgs, order := generated(t, 30, 5)
-	for i, a := range sendAll(t, listen, msgs) {
-		if a.Code != "AA" {
-			t.Fatalf("message %d: %s (the engine stores before it acknowledges, whatever the EMR does)", i, a.Code)
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
-	emr, err := sink.New(sink.Options{Listen: emrAddr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emr.Close()
-	eventually(t, 30*time.Second, "all 30 after the EMR came up", func() bool { return emr.Codes().AA >= 30 })
-	perKeyOrdered(t, order, emr.Messages())
-	emr.Close()
-
-	// An EMR that refuses (AR): the delivery is quarantined, not retried forever.
-	refuser, err := sink.New(sink.Options{Listen: emrAddr, AR: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer refuser.Close()
-	one, _ := generated(t, 31, 5)
-	acks := sendAll(t, listen, one[30:])
-	stored := findByControlID(t, e, hl7ControlID(t, one[30]))
-	eventually(t, 20*time.Second, "the refusal to be quarantined", func() bool {
-		ds, _ := e.Store().Deliveries(context.Background(), stored)
-		for _, d := range ds {
-			if d.Destination == "emr" {
-				return d.Status == msgstore.DeliveryQuarantined
+		msgs, order := generated(t, 30, 5)
+		for i, a := range sendAll(t, listen, msgs) {
+			if a.Code != "AA" {
+				t.Fatalf("message %d: %s (the engine stores before it acknowledges, whatever the EMR does)", i, a.Code)
 			}
 		}
-		return false
+		time.Sleep(300 * time.Millisecond)
+		emr, err := sink.New(sink.Options{Listen: emrAddr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer emr.Close()
+		eventually(t, 30*time.Second, "all 30 after the EMR came up", func() bool { return emr.Codes().AA >= 30 })
+		perKeyOrdered(t, order, emr.Messages())
+		emr.Close()
+
+		// An EMR that refuses (AR): the delivery is quarantined, not retried forever.
+		refuser, err := sink.New(sink.Options{Listen: emrAddr, AR: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer refuser.Close()
+		one, _ := generated(t, 31, 5)
+		acks := sendAll(t, listen, one[30:])
+		stored := findByControlID(t, e, hl7ControlID(t, one[30]))
+		eventually(t, 20*time.Second, "the refusal to be quarantined", func() bool {
+			ds, _ := e.Store().Deliveries(context.Background(), stored)
+			for _, d := range ds {
+				if d.Destination == "emr" {
+					return d.Status == msgstore.DeliveryQuarantined
+				}
+			}
+			return false
+		})
+		_ = acks
 	})
-	_ = acks
 }
 
 func hl7ControlID(t *testing.T, raw []byte) string {
