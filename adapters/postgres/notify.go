@@ -175,3 +175,19 @@ func parseSignal(payload string) (store.Signal, bool) {
 	}
 	return s, len(s.Done) > 0
 }
+
+// Notify implements store.Notifier: a work signal sent in its own
+// statement, outside any transaction of the caller.
+func (b *Backend) Notify(ctx context.Context, s store.Signal) error {
+	if s.Work {
+		if _, err := b.pool.Exec(ctx, sqlNotify, b.channel, "w"); err != nil {
+			return classify("notify other processes", err)
+		}
+	}
+	for _, payload := range donePayloads(s.Done) {
+		if _, err := b.pool.Exec(ctx, sqlNotify, b.channel, payload); err != nil {
+			return classify("notify other processes", err)
+		}
+	}
+	return nil
+}

@@ -87,8 +87,21 @@ func (h *Host) tell(ctx context.Context, tx store.Tx, batch []actor.Envelope, as
 }
 
 func (h *Host) enqueue(ctx context.Context, tx store.Tx, msgs []store.NewMessage) ([]store.EnqueueResult, error) {
-	p := &store.MailboxEnqueueParams{Messages: msgs, MailboxCap: h.cfg.Limits.MailboxMessages, SystemAllowance: h.cfg.SystemAllowance,
-		Signal: h.cfg.NoWorkers || len(h.free) == 0}
+	p := &store.MailboxEnqueueParams{Messages: msgs, MailboxCap: h.cfg.Limits.MailboxMessages, SystemAllowance: h.cfg.SystemAllowance}
+	if h.cfg.NoWorkers || len(h.free) == 0 {
+		// Another process must take the work. An Ask signals in its own
+		// commit (someone is waiting); anything else through the debounced
+		// notifier, off the commit path, where the backend has one.
+		ask := false
+		for _, m := range msgs {
+			ask = ask || m.Ask
+		}
+		if _, ok := h.be.(store.Notifier); ok && !ask {
+			defer h.signalSoon()
+		} else {
+			p.Signal = true
+		}
+	}
 	var res []store.EnqueueResult
 	var err error
 	if tx != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +39,8 @@ type Host struct {
 	runq    chan *activation   // claimed activations waiting for an executor
 	free    chan struct{}      // executor slots
 	fxWake  chan struct{}      // effect worker
+	ntWake  chan struct{}      // the debounced cross-process notifier
+	ntWant  atomic.Bool        // a work signal is owed to other processes
 	sendWk  chan struct{}      // outbox worker
 	bcWake  chan struct{}      // broadcast tailer
 	subs    *subscriptions     // in-process observable subscribers
@@ -71,6 +74,7 @@ func New(cfg Config) (*Host, error) {
 		runq:   make(chan *activation, c.Workers),
 		free:   make(chan struct{}, c.Workers),
 		fxWake: make(chan struct{}, 1),
+		ntWake: make(chan struct{}, 1),
 		sendWk: make(chan struct{}, 1),
 		bcWake: make(chan struct{}, 1),
 		subs:   newSubscriptions(),
@@ -130,6 +134,9 @@ func (h *Host) Start(ctx context.Context) error {
 	h.loop("heartbeat", h.heartbeatLoop)
 	if sig, ok := h.be.(store.Signaler); ok {
 		h.loop("signals", func(ctx context.Context) { h.listen(ctx, sig) })
+	}
+	if n, ok := h.be.(store.Notifier); ok {
+		h.loop("notifier", func(ctx context.Context) { h.notifyLoop(ctx, n) })
 	}
 	if !h.cfg.NoWorkers {
 		h.loop("dispatcher", h.dispatchLoop)
@@ -317,4 +324,30 @@ func (c *dbClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return time.Now().Add(c.offset)
+}
+
+// signalSoon asks the notifier to tell other processes there is new work.
+func (h *Host) signalSoon() {
+	h.ntWant.Store(true)
+	h.poke(h.ntWake)
+}
+
+// notifyLoop sends at most one work signal per debounce window, whatever
+// the number of enqueues in it: a burst of commits costs one notification,
+// and no commit waits for one.
+func (h *Host) notifyLoop(ctx context.Context, n store.Notifier) {
+	const window = 2 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.ntWake:
+		}
+		sleep(ctx, window)
+		if h.ntWant.Swap(false) {
+			if err := n.Notify(ctx, store.Signal{Work: true}); err != nil && ctx.Err() == nil {
+				h.log.Warn("waking other processes failed; they find the work at their next poll", "err", err)
+			}
+		}
+	}
 }

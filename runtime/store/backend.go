@@ -202,3 +202,13 @@ type Querier interface {
 type EffectsByMessage interface {
 	EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]EffectInfo, error)
 }
+
+// Notifier is implemented by backends that can send a cross-process
+// wake-up on its own, outside any transaction. The runtime uses it to tell
+// other processes about new work without putting a notification on the
+// enqueue's commit path (on Postgres every NOTIFY takes a lock that
+// serialises committing transactions); it is debounced, at most one per
+// short window.
+type Notifier interface {
+	Notify(ctx context.Context, s Signal) error
+}
