@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"syscall"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -104,7 +106,9 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	// Ctrl-C ends the scenario in progress and still drops its database.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
