@@ -145,7 +145,7 @@ func (w *world) newHost(ctx context.Context, be backend, mod func(*host.Config))
 }
 
 // waitFor polls cond until it holds (or 10 minutes pass), reporting progress.
-func waitFor(what string, total int, done func() int) error {
+func waitFor(ctx context.Context, what string, total int, done func() int) error {
 	p := &progress{what: what, total: total, last: time.Now()}
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
@@ -155,6 +155,9 @@ func waitFor(what string, total int, done func() int) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: timed out at %d/%d", what, n, total)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w at %d/%d", what, ctx.Err(), n, total)
 		}
 		p.at(n)
 		time.Sleep(2 * time.Millisecond)

@@ -19,10 +19,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"syscall"
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 

@@ -193,7 +193,7 @@ func processBacklog(ctx context.Context, r *runner, name string, actors, per int
 		if err != nil {
 			return err
 		}
-		err = waitFor(name, total, func() int { return int(w.processed.Load()) })
+		err = waitFor(ctx, name, total, func() int { return int(w.processed.Load()) })
 		elapsed := time.Since(start)
 		statements = count.Load()
 		activations = metricSum(h, "ductus_activations_total")
@@ -242,7 +242,7 @@ func process4Workers(ctx context.Context, r *runner) error {
 			return err
 		}
 		defer stop()
-		err = waitFor("process_4_workers", total, func() int { return total - unfinished(ctx, be) })
+		err = waitFor(ctx, "process_4_workers", total, func() int { return total - unfinished(ctx, be) })
 		if err != nil {
 			return err
 		}

@@ -95,7 +95,7 @@ func queueRead(ctx context.Context, r *runner) error {
 			if err != nil {
 				return err
 			}
-			err = waitFor("history", h.history, func() int { return int(w.processed.Load()) })
+			err = waitFor(ctx, "history", h.history, func() int { return int(w.processed.Load()) })
 			hs.Shutdown(ctx)
 			if err != nil {
 				return err
@@ -152,7 +152,7 @@ func runEffects(ctx context.Context, r *runner, name string, actors, each int, o
 		if _, err := h.TellBatch(ctx, batch); err != nil {
 			return err
 		}
-		if err := waitFor(name, total, func() int { return int(w.effects.Load()) }); err != nil {
+		if err := waitFor(ctx, name, total, func() int { return int(w.effects.Load()) }); err != nil {
 			return err
 		}
 		r.print(name, float64(total)/time.Since(start).Seconds(), "effects/s", total)
@@ -194,7 +194,7 @@ func reminders(ctx context.Context, r *runner) error {
 		}
 		start := time.Now()
 		total := actors * each
-		if err := waitFor("reminder occurrences", total, func() int { return int(w.ticks.Load()) }); err != nil {
+		if err := waitFor(ctx, "reminder occurrences", total, func() int { return int(w.ticks.Load()) }); err != nil {
 			return err
 		}
 		r.print("reminders_10000_due", float64(total)/time.Since(start).Seconds(), "occurrences/s", total)
@@ -222,7 +222,7 @@ func sendToChain(ctx context.Context, r *runner) error {
 			return err
 		}
 		total := chains * hops
-		if err := waitFor("hops", total, func() int { return int(w.hops.Load()) }); err != nil {
+		if err := waitFor(ctx, "hops", total, func() int { return int(w.hops.Load()) }); err != nil {
 			return err
 		}
 		// The first hop of each chain is a Tell, every other one a send.
@@ -264,7 +264,7 @@ func broadcastFanout(ctx context.Context, r *runner) error {
 		if _, err := h.TellBatch(ctx, batch); err != nil {
 			return err
 		}
-		err = waitFor("final values", actors, func() int {
+		err = waitFor(ctx, "final values", actors, func() int {
 			mu.Lock()
 			defer mu.Unlock()
 			n := 0
