@@ -5,49 +5,55 @@
 -- once, however many destinations it fans out to; each destination's lane
 -- actor gets a small message naming the row. Times are microseconds since
 -- the epoch.
-CREATE TABLE ductus_ix_messages (
-    id           VARCHAR(40)  PRIMARY KEY,
-    interface    VARCHAR(64)  NOT NULL,
-    received_at  BIGINT       NOT NULL,
-    status       VARCHAR(16)  NOT NULL,
-    order_key    VARCHAR(255),
-    lane         INTEGER      NOT NULL,
-    dedupe_key   VARCHAR(255),
-    duplicate_of VARCHAR(40),
-    origin       VARCHAR(255),
-    payload      LONGBLOB     NOT NULL,
-    ack          BLOB,
-    meta         TEXT
-);
-CREATE INDEX ductus_ix_messages_interface ON ductus_ix_messages (interface, received_at);
-CREATE UNIQUE INDEX ductus_ix_messages_origin ON ductus_ix_messages (interface, origin);
+--
+-- Keys are VARBINARY: compared byte for byte, so dedupe keys and origins
+-- that differ only in case or trailing spaces stay distinct (utf8mb4
+-- collations fold case or pad). Every statement can run again (MySQL
+-- commits DDL on its own; the adapter skips an index that already exists).
+CREATE TABLE IF NOT EXISTS ductus_ix_messages (
+    id           VARBINARY(40)  NOT NULL,
+    interface    VARBINARY(64)  NOT NULL,
+    received_at  BIGINT         NOT NULL,
+    status       VARBINARY(16)  NOT NULL,
+    order_key    VARBINARY(255) NULL,
+    lane         INTEGER        NOT NULL,
+    dedupe_key   VARBINARY(255) NULL,
+    duplicate_of VARBINARY(40)  NULL,
+    origin       VARBINARY(255) NULL,
+    payload      LONGBLOB       NOT NULL,
+    ack          BLOB           NULL,
+    meta         TEXT           CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+    PRIMARY KEY (id),
+    KEY ductus_ix_messages_interface (interface, received_at),
+    UNIQUE KEY ductus_ix_messages_origin (interface, origin)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- The lane message of each destination of a message (for its status).
-CREATE TABLE ductus_ix_deliveries (
-    message_id      VARCHAR(40) NOT NULL,
-    destination     VARCHAR(64) NOT NULL,
-    lane_message_id BIGINT      NOT NULL,
+CREATE TABLE IF NOT EXISTS ductus_ix_deliveries (
+    message_id      VARBINARY(40) NOT NULL,
+    destination     VARBINARY(64) NOT NULL,
+    lane_message_id BIGINT        NOT NULL,
     PRIMARY KEY (message_id, destination)
-);
+) ENGINE=InnoDB;
 
-CREATE TABLE ductus_ix_dedupe (
-    interface  VARCHAR(64)  NOT NULL,
-    dedupe_key VARCHAR(255) NOT NULL,
-    message_id VARCHAR(40)  NOT NULL,
-    seen_at    BIGINT       NOT NULL,
-    PRIMARY KEY (interface, dedupe_key)
-);
-CREATE INDEX ductus_ix_dedupe_seen ON ductus_ix_dedupe (seen_at);
+CREATE TABLE IF NOT EXISTS ductus_ix_dedupe (
+    interface  VARBINARY(64)  NOT NULL,
+    dedupe_key VARBINARY(255) NOT NULL,
+    message_id VARBINARY(40)  NOT NULL,
+    seen_at    BIGINT         NOT NULL,
+    PRIMARY KEY (interface, dedupe_key),
+    KEY ductus_ix_dedupe_seen (seen_at)
+) ENGINE=InnoDB;
 
 -- What sources remember (a file's progress, a schedule's last run),
 -- always written in the transaction of the messages it accounts for.
-CREATE TABLE ductus_ix_source_state (
-    interface  VARCHAR(64)  NOT NULL,
-    state_key  VARCHAR(255) NOT NULL,
-    value      TEXT         NOT NULL,
-    updated_at BIGINT       NOT NULL,
+CREATE TABLE IF NOT EXISTS ductus_ix_source_state (
+    interface  VARBINARY(64)  NOT NULL,
+    state_key  VARBINARY(255) NOT NULL,
+    value      TEXT           CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+    updated_at BIGINT         NOT NULL,
     PRIMARY KEY (interface, state_key)
-);
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- A delivery's status is its lane message's outcome and the send effect
 -- that message staged: find effects by message.
