@@ -40,6 +40,9 @@ func baseDSN() string {
 // the test with one line saying how to enable it (fails under CI=true).
 func admin(t testing.TB) *sql.DB {
 	t.Helper()
+	if baseDSN() == "off" {
+		t.Skip("DUCTUS_TEST_MYSQL=off")
+	}
 	serverOnce.Do(func() {
 		cfg, err := mysql.ParseDSN(baseDSN())
 		if err != nil {

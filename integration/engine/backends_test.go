@@ -16,12 +16,14 @@ import (
 )
 
 // The engine's end-to-end tests run on every backend this machine has:
-// SQLite always, PostgreSQL when reachable (DUCTUS_TEST_POSTGRES, else the
-// local server; "off" skips it). With CI=true an unreachable server fails.
+// SQLite always, PostgreSQL and MySQL/MariaDB when reachable
+// (DUCTUS_TEST_POSTGRES, DUCTUS_TEST_MYSQL, else the local servers; "off"
+// skips one). With CI=true an unreachable server fails.
 
 func forEachBackend(t *testing.T, fn func(t *testing.T, be store.Backend)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, testBackend(t)) })
 	t.Run("postgres", func(t *testing.T) { fn(t, postgresBackend(t)) })
+	t.Run("mysql", func(t *testing.T) { fn(t, mysqlBackend(t)) })
 }
 
 var pg struct {
