@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ductus/ductus/actor"
@@ -35,18 +36,30 @@ const (
 	sqlLockRow = `UPDATE ductus_actors SET state_version = state_version WHERE pk = ?`
 )
 
-// idTable is a derived table "v" of n IDs (column id). Joined first
-// (STRAIGHT_JOIN) to a table by primary key, it makes a locking statement
-// look its rows up one by one: an IN list on a small table may be run as a
-// scan instead, which would lock (and wait for) every actor's rows.
-func idTable(n int) string {
-	var v strings.Builder
-	v.WriteString("(SELECT ? AS id")
-	for i := 1; i < n; i++ {
-		v.WriteString(" UNION ALL SELECT ?")
+// idTable is a derived table "v" of IDs (column id) from one JSON array
+// argument (idList). Joined first (STRAIGHT_JOIN) to a table's primary key
+// (FORCE INDEX (PRIMARY): unforced, the optimizer walked the actor's
+// claimed rows once per ID), it makes a locking statement look its rows up
+// one by one: an IN
+// list on a small table may be run as a scan instead, which would lock (and
+// wait for) every actor's rows. JSON_TABLE (MySQL 8.0, MariaDB 10.6) costs
+// the same per ID at any length; a UNION ALL of single-row SELECTs, tried
+// first, cost ~40 ms for 128 IDs on MariaDB 10.11 and bounded a hot actor
+// at ~1,300 messages/s.
+const idTable = `JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) v`
+
+// idList is idTable's argument.
+func idList(ids []int64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
 	}
-	v.WriteString(") v")
-	return v.String()
+	b.WriteByte(']')
+	return b.String()
 }
 
 // fenceArgs are fenceWhere's arguments.
@@ -156,7 +169,7 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 			finished++
 		}
 		seen := map[int64]bool{}
-		var ids []any
+		var ids []int64
 		mark := func(id int64) {
 			if !seen[id] {
 				seen[id] = true
@@ -183,9 +196,9 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 			// The claimed rows are read by primary key, one lookup each (a
 			// derived table of the IDs joined in that order), so this locking
 			// read touches no other actor's rows.
-			fence += ` AND (SELECT COUNT(*) FROM ` + idTable(len(ids)) + ` STRAIGHT_JOIN ductus_claimed c ON c.message_id = v.id
+			fence += ` AND (SELECT COUNT(*) FROM ` + idTable + ` STRAIGHT_JOIN ductus_claimed c FORCE INDEX (PRIMARY) ON c.message_id = v.id
 				WHERE c.actor_pk = ? AND c.generation = ?) = ?`
-			args = append(append(args, ids...), l.ActorPK, l.Generation, len(ids))
+			args = append(args, idList(ids), l.ActorPK, l.Generation, len(ids))
 		}
 		w.exec(fence, args...)
 		var ok int64
@@ -209,9 +222,9 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 		// By primary key: the runtime names every message it took
 		// (completed, failed or returned).
 		if len(ids) > 0 {
-			w.exec(`DELETE c FROM `+idTable(len(ids))+` STRAIGHT_JOIN ductus_claimed c ON c.message_id = v.id
+			w.exec(`DELETE c FROM `+idTable+` STRAIGHT_JOIN ductus_claimed c FORCE INDEX (PRIMARY) ON c.message_id = v.id
 				WHERE c.actor_pk = ? AND c.generation = ? AND @ductus_ok = 1`,
-				append(append([]any{}, ids...), l.ActorPK, l.Generation)...)
+				idList(ids), l.ActorPK, l.Generation)
 		}
 		stage(w, p)
 		if readyChanges {
