@@ -37,15 +37,15 @@ const (
 )
 
 // idTable is a derived table "v" of IDs (column id) from one JSON array
-// argument (idList). Joined first (STRAIGHT_JOIN) to a table's primary key
-// (FORCE INDEX (PRIMARY): unforced, the optimizer walked the actor's
-// claimed rows once per ID), it makes a locking statement look its rows up
-// one by one: an IN
-// list on a small table may be run as a scan instead, which would lock (and
-// wait for) every actor's rows. JSON_TABLE (MySQL 8.0, MariaDB 10.6) costs
-// the same per ID at any length; a UNION ALL of single-row SELECTs, tried
-// first, cost ~40 ms for 128 IDs on MariaDB 10.11 and bounded a hot actor
-// at ~1,300 messages/s.
+// argument (idList). Joined first (STRAIGHT_JOIN) to a table's primary key,
+// it makes a locking statement look its rows up one by one: an IN list on a
+// small table may be run as a scan instead, which would lock (and wait for)
+// every actor's rows. The join needs FORCE INDEX (PRIMARY): unforced, the
+// optimizer read the actor's claimed rows through (actor_pk, generation)
+// once per ID (128 x 129 rows examined per commit of 128, ~40 ms, a hot
+// actor bounded at ~1,300 messages/s on MariaDB 10.11). JSON_TABLE (MySQL
+// 8.0, MariaDB 10.6) is one argument of any length, where a UNION ALL of
+// single-row SELECTs is one per ID.
 const idTable = `JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) v`
 
 // idList is idTable's argument.
