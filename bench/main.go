@@ -67,6 +67,23 @@ var backends = map[string]func(o options) (env, error){}
 type scenario struct {
 	name string
 	run  func(ctx context.Context, r *runner) error
+	// figures names what run prints besides name, so
+	// -scenario accepts any printed name (ask_latency_p99_ms runs
+	// ask_latency).
+	figures []string
+}
+
+// matches reports whether -scenario want selects s.
+func (s scenario) matches(want string) bool {
+	if want == "" || s.name == want {
+		return true
+	}
+	for _, f := range s.figures {
+		if f == want {
+			return true
+		}
+	}
+	return false
 }
 
 func main() {
@@ -126,12 +143,17 @@ func run(o options) error {
 	r := &runner{o: o, env: e, commit: gitCommit(), date: time.Now().UTC().Format(time.RFC3339)}
 	var list []scenario
 	for _, s := range allScenarios() {
-		if o.scenario == "" || s.name == o.scenario || strings.HasPrefix(s.name, o.scenario+"_") {
+		if s.matches(o.scenario) {
 			list = append(list, s)
 		}
 	}
 	if len(list) == 0 {
-		return fmt.Errorf("no scenario named %q", o.scenario)
+		var names []string
+		for _, s := range allScenarios() {
+			names = append(names, s.name)
+			names = append(names, s.figures...)
+		}
+		return fmt.Errorf("no scenario named %q (have %s)", o.scenario, strings.Join(names, ", "))
 	}
 	for i, s := range list {
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s on %s ...\n", i+1, len(list), s.name, o.backend)
