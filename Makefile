@@ -19,6 +19,7 @@ test-go:
 ## test-sqlite: no servers needed
 test-sqlite: lint
 	DUCTUS_TEST_POSTGRES=off DUCTUS_TEST_MYSQL=off $(GO) test -timeout $(TIMEOUT) ./...
+	DUCTUS_TEST_POSTGRES=off DUCTUS_TEST_MYSQL=off $(MAKE) bench-smoke
 
 ## peers: the third-party MLLP peers (node-hl7-client, node-hl7-server) the engine's tests talk to, pinned by package-lock.json
 PEERS := integration/engine/testdata/peers
@@ -42,6 +43,8 @@ bench:
 ## bench-smoke: every scenario with tiny counts, so the harness cannot rot (asserts nothing about speed)
 bench-smoke:
 	$(GO) run ./bench -backend sqlite -smoke
+	@if [ "$$DUCTUS_TEST_POSTGRES" != off ]; then echo "$(GO) run ./bench -backend postgres -smoke"; $(GO) run ./bench -backend postgres -smoke; fi
+	@if [ "$$DUCTUS_TEST_MYSQL" != off ]; then echo "$(GO) run ./bench -backend mysql -smoke"; $(GO) run ./bench -backend mysql -smoke; fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^bench/peers/')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
