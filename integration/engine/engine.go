@@ -48,6 +48,9 @@ type Options struct {
 	Host func(*host.Config)
 	// Version is reported in the process registry.
 	Version string
+	// DedupePruneEvery is how often expired dedupe keys are deleted
+	// (default one minute).
+	DedupePruneEvery time.Duration
 }
 
 // Engine runs one project.
@@ -63,6 +66,7 @@ type Engine struct {
 	senders []sender
 	met     *metrics
 	reg     *prometheus.Registry
+	opts    Options
 
 	mu        sync.Mutex
 	sources   []source
@@ -108,7 +112,7 @@ func OpenDatabase(ctx context.Context, db config.Database) (store.Backend, error
 // listens or sends: the database (migrated), the scripts (compiled), the
 // runtime host.
 func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, error) {
-	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}}
+	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}, opts: opts}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -248,6 +252,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.pruneDedupeLoop(sctx, e.opts.DedupePruneEvery)
+	}()
 	names := make([]string, 0, len(srcs))
 	for _, s := range srcs {
 		names = append(names, s.name())

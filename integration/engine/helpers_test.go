@@ -60,9 +60,22 @@ func testLogger() *slog.Logger {
 // running starts an engine on proj and stops it at the end of the test.
 func running(t *testing.T, proj *config.Project, be store.Backend) *Engine {
 	t.Helper()
-	e, err := New(context.Background(), proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) {
+	return runningWith(t, proj, be, Options{})
+}
+
+// runningWith is running with options (the backend, logger and a short
+// poll interval are filled in).
+func runningWith(t *testing.T, proj *config.Project, be store.Backend, opts Options) *Engine {
+	t.Helper()
+	opts.Backend, opts.Logger = be, testLogger()
+	tune := opts.Host
+	opts.Host = func(c *host.Config) {
 		c.PollInterval = 20 * time.Millisecond
-	}})
+		if tune != nil {
+			tune(c)
+		}
+	}
+	e, err := New(context.Background(), proj, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

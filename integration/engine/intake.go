@@ -101,7 +101,10 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 	var envs []actor.Envelope
 	var dests [][2]int // per envelope: record index, destination index
 	keys := make([]string, len(recs))
-	lookup := map[string]bool{}
+	ids := make([]string, len(recs))
+	// Each dedupe key's candidate first message: the batch's first record
+	// with it (a later one in the batch is its duplicate).
+	candidates := map[string]string{}
 	for i, r := range recs {
 		if r.Origin != "" {
 			id, found, err := e.ms.ByOrigin(ctx, tx, cfg.Name, r.Origin)
@@ -113,31 +116,29 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 				continue
 			}
 		}
-		if ir.dedupe != nil {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+		if ir.dedupe != nil && r.Reject == "" {
 			k, _ := ir.dedupe.Extract(r.Payload)
 			keys[i] = k
-			if k != "" {
-				lookup[k] = true
+			if _, ok := candidates[k]; k != "" && !ok {
+				candidates[k] = ids[i]
 			}
 		}
 	}
-	seen := map[string]string{}
-	if len(lookup) > 0 {
-		list := make([]string, 0, len(lookup))
-		for k := range lookup {
-			list = append(list, k)
-		}
-		if seen, err = e.ms.Seen(ctx, tx, cfg.Name, list, now.Add(-cfg.Dedupe.Window)); err != nil {
+	// Claim the keys before anything is queued: the claim decides, under
+	// the keys' row locks, which message is the first of its key.
+	winners := map[string]string{}
+	if len(candidates) > 0 {
+		if winners, err = e.ms.Claim(ctx, tx, cfg.Name, candidates, now, now.Add(-cfg.Dedupe.Window)); err != nil {
 			return nil, nil, err
 		}
 	}
-	claims := map[string]string{}
 	var dupOf []string
 	for i, r := range recs {
 		if out[i].Existing {
 			continue
 		}
-		id := uuid.Must(uuid.NewV7()).String()
+		id := ids[i]
 		key := ""
 		if ir.order != nil {
 			key, _ = ir.order.Extract(r.Payload) // no key: lane 0, still stored
@@ -161,14 +162,8 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 			rows = append(rows, m)
 			continue
 		}
-		if k := keys[i]; k != "" {
-			if first, dup := seen[k]; dup {
-				m.Status, m.DuplicateOf = msgstore.StatusDuplicate, first
-			} else if first, dup := claims[k]; dup {
-				m.Status, m.DuplicateOf = msgstore.StatusDuplicate, first
-			} else {
-				claims[k] = id
-			}
+		if k := keys[i]; k != "" && winners[k] != id {
+			m.Status, m.DuplicateOf = msgstore.StatusDuplicate, winners[k]
 		}
 		out[i] = Stored{ID: id, Duplicate: m.Status == msgstore.StatusDuplicate, DuplicateOf: m.DuplicateOf}
 		if out[i].Duplicate {
@@ -205,11 +200,6 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 	}
 	if err := e.ms.Insert(ctx, tx, rows, deliveries); err != nil {
 		return nil, nil, err
-	}
-	if len(claims) > 0 {
-		if err := e.ms.Claim(ctx, tx, cfg.Name, claims, now); err != nil {
-			return nil, nil, err
-		}
 	}
 	if state != nil {
 		if err := e.ms.PutState(ctx, tx, cfg.Name, state.Key, state.Value); err != nil {

@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -101,45 +102,80 @@ func (s *Store) Insert(ctx context.Context, tx store.Tx, msgs []Message, deliver
 	return nil
 }
 
-// Seen returns, for the dedupe keys of an interface seen since since, the
-// message that first used each.
-func (s *Store) Seen(ctx context.Context, tx store.Tx, iface string, keys []string, since time.Time) (map[string]string, error) {
-	out := map[string]string{}
-	for _, chunk := range chunks(len(keys), 300) {
-		args := []any{iface, since.UnixMicro()}
-		for _, k := range keys[chunk[0]:chunk[1]] {
+// Claim claims dedupe keys for messages, atomically with respect to other
+// transactions claiming the same keys: keys maps each key to the message
+// that would be its first; a key already claimed since since keeps its
+// claim (an older one is taken over). It returns, for every key, the
+// message that holds it once this transaction commits: the caller's for a
+// key it won, the earlier message's for a duplicate.
+//
+// The insert-if-absent locks each key's row (keys sorted, so two batches
+// never wait on each other in opposite orders); a concurrent intake of the
+// same key waits for this transaction and then reads the winner, so two
+// senders racing with one message can never both be queued. (Reading
+// first and writing afterwards let both miss the other on PostgreSQL and
+// MySQL, where intakes run concurrently.)
+func (s *Store) Claim(ctx context.Context, tx store.Tx, iface string, keys map[string]string, at, since time.Time) (map[string]string, error) {
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	out := make(map[string]string, len(keys))
+	for _, chunk := range chunks(len(sorted), 300) {
+		part := sorted[chunk[0]:chunk[1]]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO ductus_ix_dedupe (interface, dedupe_key, message_id, seen_at) VALUES `)
+		args := make([]any, 0, 4*len(part)+2)
+		for i, k := range part {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?,?,?)")
+			args = append(args, iface, k, keys[k], at.UnixMicro())
+		}
+		cutoff := since.UnixMicro()
+		if tx.Dialect() == "mysql" {
+			// message_id first: each assignment sees the columns already
+			// assigned, and seen_at must still be the old one here.
+			q.WriteString(` ON DUPLICATE KEY UPDATE message_id = IF(seen_at < ?, VALUES(message_id), message_id), seen_at = IF(seen_at < ?, VALUES(seen_at), seen_at)`)
+			args = append(args, cutoff, cutoff)
+		} else {
+			q.WriteString(` ON CONFLICT (interface, dedupe_key) DO UPDATE SET message_id = excluded.message_id, seen_at = excluded.seen_at WHERE ductus_ix_dedupe.seen_at < ?`)
+			args = append(args, cutoff)
+		}
+		if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
+			return nil, fmt.Errorf("msgstore: claim dedupe keys: %w", err)
+		}
+		// The rows are locked by this transaction now; a statement that
+		// starts after the insert sees the committed winner of a key
+		// another transaction held (both backends read committed).
+		args = append(args[:0], iface)
+		for _, k := range part {
 			args = append(args, k)
 		}
-		rows, err := tx.Query(ctx, `SELECT dedupe_key, message_id FROM ductus_ix_dedupe WHERE interface = ? AND seen_at >= ? AND dedupe_key IN (`+
-			placeholders(chunk[1]-chunk[0])+`)`, args...)
+		rows, err := tx.Query(ctx, `SELECT dedupe_key, message_id FROM ductus_ix_dedupe WHERE interface = ? AND dedupe_key IN (`+placeholders(len(part))+`)`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("msgstore: read dedupe keys: %w", err)
+			return nil, fmt.Errorf("msgstore: read dedupe claims: %w", err)
 		}
 		for rows.Next() {
 			var k, id string
 			if err := rows.Scan(&k, &id); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("msgstore: read dedupe keys: %w", err)
+				return nil, fmt.Errorf("msgstore: read dedupe claims: %w", err)
 			}
 			out[k] = id
 		}
 		if err := rows.Close(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("msgstore: read dedupe claims: %w", err)
+		}
+	}
+	for k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("msgstore: the dedupe key %q of interface %s has no claim after claiming it", k, iface)
 		}
 	}
 	return out, nil
-}
-
-// Claim records dedupe keys as first seen by their messages now (replacing
-// an expired claim of the same key).
-func (s *Store) Claim(ctx context.Context, tx store.Tx, iface string, keys map[string]string, at time.Time) error {
-	for k, id := range keys {
-		if _, err := tx.Exec(ctx, upsert(tx.Dialect(), "ductus_ix_dedupe", []string{"interface", "dedupe_key"}, []string{"message_id", "seen_at"}),
-			iface, k, id, at.UnixMicro()); err != nil {
-			return fmt.Errorf("msgstore: claim dedupe key: %w", err)
-		}
-	}
-	return nil
 }
 
 // PutState writes (or, with a nil value, deletes) a source's state row.
@@ -275,19 +311,24 @@ func (s *Store) List(ctx context.Context, iface, before string, limit int) ([]Me
 	return out, rows.Err()
 }
 
-// PruneDedupe deletes dedupe claims older than before, at most limit.
-func (s *Store) PruneDedupe(ctx context.Context, before time.Time, limit int) (int64, error) {
+// PruneDedupe deletes up to limit of an interface's dedupe claims older
+// than before, in its own transaction, and returns how many it deleted.
+func (s *Store) PruneDedupe(ctx context.Context, iface string, before time.Time, limit int) (int64, error) {
 	tx, err := s.be.Begin(ctx, store.TxOptions{})
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback(ctx)
 	var n int64
+	cutoff := before.UnixMicro()
 	if tx.Dialect() == "mysql" {
-		n, err = tx.Exec(ctx, `DELETE FROM ductus_ix_dedupe WHERE seen_at < ? ORDER BY seen_at LIMIT ?`, before.UnixMicro(), limit)
+		n, err = tx.Exec(ctx, `DELETE FROM ductus_ix_dedupe WHERE interface = ? AND seen_at < ? ORDER BY seen_at LIMIT ?`, iface, cutoff, limit)
 	} else {
-		n, err = tx.Exec(ctx, `DELETE FROM ductus_ix_dedupe WHERE (interface, dedupe_key) IN (SELECT interface, dedupe_key FROM ductus_ix_dedupe WHERE seen_at < ? ORDER BY seen_at LIMIT ?)`,
-			before.UnixMicro(), limit)
+		// The outer seen_at test matters: a claim that took over an expired
+		// key after the subquery chose it must survive (PostgreSQL rechecks
+		// the outer condition on the row's newest version).
+		n, err = tx.Exec(ctx, `DELETE FROM ductus_ix_dedupe WHERE interface = ? AND seen_at < ? AND dedupe_key IN (SELECT dedupe_key FROM ductus_ix_dedupe WHERE interface = ? AND seen_at < ? ORDER BY seen_at LIMIT ?)`,
+			iface, cutoff, iface, cutoff, limit)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("msgstore: prune dedupe keys: %w", err)
