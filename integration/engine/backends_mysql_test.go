@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"database/sql"
 	"os"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/ductus/ductus/adapters/mysql"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -30,7 +28,10 @@ func myAdminDSN() string {
 
 // mysqlBackend opens a fresh database (MySQL has no schemas inside one),
 // dropped when the test ends.
-func mysqlBackend(t *testing.T) store.Backend {
+func mysqlBackend(t *testing.T) store.Backend { return mysqlSpec(t).openT(t) }
+
+// mysqlSpec creates a fresh database, dropped when the test ends.
+func mysqlSpec(t *testing.T) backendSpec {
 	t.Helper()
 	if myAdminDSN() == "off" {
 		t.Skip("DUCTUS_TEST_MYSQL=off")
@@ -65,16 +66,9 @@ func mysqlBackend(t *testing.T) store.Backend {
 	if _, err := my.admin.Exec("CREATE DATABASE " + name); err != nil {
 		t.Fatal(err)
 	}
+	// Registered before any openT's close, so it runs after it.
+	t.Cleanup(func() { my.admin.Exec("DROP DATABASE IF EXISTS " + name) })
 	cfg := my.cfg.Clone()
 	cfg.DBName = name
-	be, err := mysql.Open(context.Background(), mysql.Config{DSN: cfg.FormatDSN(), Logger: testLogger()})
-	if err != nil {
-		my.admin.Exec("DROP DATABASE IF EXISTS " + name)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		be.Close()
-		my.admin.Exec("DROP DATABASE IF EXISTS " + name)
-	})
-	return be
+	return backendSpec{Driver: "mysql", DSN: cfg.FormatDSN()}
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ductus/ductus/adapters/mysql"
 	"github.com/ductus/ductus/adapters/postgres"
+	"github.com/ductus/ductus/adapters/sqlite"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -21,9 +25,46 @@ import (
 // skips one). With CI=true an unreachable server fails.
 
 func forEachBackend(t *testing.T, fn func(t *testing.T, be store.Backend)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, testBackend(t)) })
-	t.Run("postgres", func(t *testing.T) { fn(t, postgresBackend(t)) })
-	t.Run("mysql", func(t *testing.T) { fn(t, mysqlBackend(t)) })
+	forEachBackendSpec(t, func(t *testing.T, spec backendSpec) { fn(t, spec.openT(t)) })
+}
+
+// forEachBackendSpec runs fn once per backend with where its database is
+// rather than an open backend: for tests that open it in other processes.
+func forEachBackendSpec(t *testing.T, fn func(t *testing.T, spec backendSpec)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, backendSpec{Driver: "sqlite", DSN: filepath.Join(t.TempDir(), "engine.db")}) })
+	t.Run("postgres", func(t *testing.T) { fn(t, postgresSpec(t)) })
+	t.Run("mysql", func(t *testing.T) { fn(t, mysqlSpec(t)) })
+}
+
+// backendSpec says where a test database is: a SQLite file, a PostgreSQL
+// schema in the run's database, or a MySQL database of its own.
+type backendSpec struct {
+	Driver string `json:"driver"`
+	DSN    string `json:"dsn"`
+	Schema string `json:"schema,omitempty"`
+}
+
+func (s backendSpec) open(ctx context.Context) (store.Backend, error) {
+	switch s.Driver {
+	case "sqlite":
+		return sqlite.Open(ctx, sqlite.Config{Path: s.DSN})
+	case "postgres":
+		return postgres.Open(ctx, postgres.Config{DSN: s.DSN, Schema: s.Schema})
+	case "mysql":
+		return mysql.Open(ctx, mysql.Config{DSN: s.DSN, Logger: testLogger()})
+	}
+	return nil, fmt.Errorf("unknown test backend %q", s.Driver)
+}
+
+// openT opens the backend, closed when the test ends.
+func (s backendSpec) openT(t *testing.T) store.Backend {
+	t.Helper()
+	be, err := s.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
 }
 
 var pg struct {
@@ -42,7 +83,11 @@ func pgAdminDSN() string {
 }
 
 // postgresBackend opens a fresh schema in the run's database.
-func postgresBackend(t *testing.T) store.Backend {
+func postgresBackend(t *testing.T) store.Backend { return postgresSpec(t).openT(t) }
+
+// postgresSpec names a fresh schema in the run's database (created on
+// first open).
+func postgresSpec(t *testing.T) backendSpec {
 	t.Helper()
 	if pgAdminDSN() == "off" {
 		t.Skip("DUCTUS_TEST_POSTGRES=off")
@@ -75,13 +120,7 @@ func postgresBackend(t *testing.T) store.Backend {
 		}
 		t.Skipf("PostgreSQL is not reachable (%v): set DUCTUS_TEST_POSTGRES to run the engine on it", pg.err)
 	}
-	schema := "t_" + randHex(6)
-	be, err := postgres.Open(context.Background(), postgres.Config{DSN: pg.dsn, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	return be
+	return backendSpec{Driver: "postgres", DSN: pg.dsn, Schema: "t_" + randHex(6)}
 }
 
 // dropTestDatabases removes the run's databases (called by TestMain).

@@ -23,9 +23,13 @@ import (
 	"github.com/ductus/ductus/integration/mllpnet"
 	"github.com/ductus/ductus/integration/tools/sink"
 	"github.com/ductus/ductus/runtime/host"
+	"github.com/ductus/ductus/runtime/store"
 )
 
-const envEngineChild = "DUCTUS_ENGINE_CRASH_CHILD"
+const (
+	envEngineChild   = "DUCTUS_ENGINE_CRASH_CHILD"
+	envEngineChildDB = "DUCTUS_ENGINE_CRASH_DB" // a backendSpec as JSON
+)
 
 // TestMain runs the tests, or, in a re-executed child, an engine on the
 // project named by the environment until it is killed.
@@ -46,9 +50,22 @@ func engineChild(dir string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	var be store.Backend
+	if raw := os.Getenv(envEngineChildDB); raw != "" {
+		var spec backendSpec
+		if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+			fmt.Fprintln(os.Stderr, "child: the database:", err)
+			return 2
+		}
+		if be, err = spec.open(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "child: open the database:", err)
+			return 2
+		}
+		defer be.Close()
+	}
 	// Short leases: a killed engine's activations and claims move to the
 	// next one within seconds (the defaults are 30s).
-	e, err := New(ctx, proj, Options{Logger: testLogger(), Host: func(c *host.Config) {
+	e, err := New(ctx, proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) {
 		c.LeaseTTL, c.RenewEvery, c.ClaimTTL, c.PollInterval = 2*time.Second, 500*time.Millisecond, 20*time.Second, 50*time.Millisecond
 	}})
 	if err != nil {
@@ -95,10 +112,19 @@ func (l *labReceiver) rows() int {
 // while a sender sends ADT messages over MLLP (resending whatever got no
 // ACK, as senders do) and a large CSV file is being ingested. Every message
 // that got an AA must reach the EMR, each patient's first arrivals in the
-// order sent, and every CSV row must be stored exactly once.
+// order sent, and every CSV row must be stored exactly once. It runs on
+// every backend.
 func TestEngineSIGKILLUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: full mode only")
+	}
+	forEachBackendSpec(t, engineSIGKILLUnderLoad)
+}
+
+func engineSIGKILLUnderLoad(t *testing.T, spec backendSpec) {
+	dbSpec, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
 	}
 	emr, err := sink.New(sink.Options{Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -138,7 +164,7 @@ destinations:
 	var childMu sync.Mutex
 	start := func() {
 		c := exec.Command(os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(), envEngineChild+"="+proj.Dir)
+		c.Env = append(os.Environ(), envEngineChild+"="+proj.Dir, envEngineChildDB+"="+string(dbSpec))
 		stderr, _ := c.StderrPipe()
 		if err := c.Start(); err != nil {
 			t.Fatal(err)

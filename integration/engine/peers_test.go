@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
+	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/integration/tools/sink"
 )
 
@@ -85,7 +86,20 @@ func TestNodeHL7ClientSendsToOurListener(t *testing.T) {
 	perKeyOrdered(t, order, emr.Messages())
 }
 
+// Our MLLP destination delivers to node-hl7-server in per-key order, both
+// with one connection per message (keep_alive: false) and with the
+// default kept-alive connection. node-hl7-server 2.5 never clears its
+// buffer after a message, so the second message on a connection is
+// answered with the first one's ACK: the destination must notice (MSA-2
+// is not the message's MSH-10), drop the connection and send the message
+// again on a fresh one, never take the stale ACK as a delivery.
 func TestOurMLLPDestinationSendsToNodeHL7Server(t *testing.T) {
+	for _, keepAlive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep_alive=%v", keepAlive), func(t *testing.T) { sendToNodeHL7Server(t, keepAlive) })
+	}
+}
+
+func sendToNodeHL7Server(t *testing.T, keepAlive bool) {
 	dir := nodePeers(t)
 	recvAddr := freePort(t)
 	_, port, _ := net.SplitHostPort(recvAddr)
@@ -103,19 +117,18 @@ func TestOurMLLPDestinationSendsToNodeHL7Server(t *testing.T) {
 		t.Fatalf("node-hl7-server did not start: %q %v", line, err)
 	}
 
-	// node-hl7-server 2.5 handles one message per connection (it re-reads
-	// earlier messages of a kept-open connection), so this destination
-	// closes its connection after each ACK.
 	listen := freePort(t)
 	files := adtProject(t, listen, recvAddr)
-	files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ack_timeout: 2s", "ack_timeout: 2s\n    keep_alive: false", 1)
-	running(t, project(t, files), testBackend(t))
+	if !keepAlive {
+		files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ack_timeout: 2s", "ack_timeout: 2s\n    keep_alive: false", 1)
+	}
+	e := running(t, project(t, files), testBackend(t))
 	msgs, order := generated(t, 30, 6)
 	sendAll(t, listen, msgs)
 
 	type rec struct{ ID, MRN, Raw string }
 	var got []rec
-	eventually(t, 30*time.Second, "node-hl7-server to receive all 30", func() bool {
+	eventually(t, 60*time.Second, "node-hl7-server to receive all 30", func() bool {
 		b, _ := os.ReadFile(outFile)
 		got = got[:0]
 		seen := map[string]bool{}
@@ -139,5 +152,27 @@ func TestOurMLLPDestinationSendsToNodeHL7Server(t *testing.T) {
 		if fmt.Sprint(byKey[mrn]) != fmt.Sprint(ids) {
 			t.Fatalf("MRN %s: sent %v, node-hl7-server received %v", mrn, ids, byKey[mrn])
 		}
+	}
+	// Every delivery settles as sent (none taken from a stale ACK and none
+	// quarantined).
+	msgsStored, err := e.Store().List(context.Background(), "adt", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "every delivery to the EMR sent", func() bool {
+		for _, m := range msgsStored {
+			ds, _ := e.Store().Deliveries(context.Background(), m.ID)
+			for _, d := range ds {
+				if d.Destination == "emr" && d.Status != msgstore.DeliverySent {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	retries := counterValue(t, e.met.sendRetries.WithLabelValues("adt", "emr"))
+	t.Logf("keep_alive=%v: %v delivery retries", keepAlive, retries)
+	if keepAlive && retries == 0 {
+		t.Fatal("no retries on a kept-alive connection: the stale-ACK path this test exists for was not exercised")
 	}
 }

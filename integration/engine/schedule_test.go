@@ -53,6 +53,10 @@ destinations:
 
 // Runs missed while the engine was down collapse into one run at start.
 func TestScheduleMissedRunsCollapse(t *testing.T) {
+	forEachBackend(t, scheduleMissedRunsCollapse)
+}
+
+func scheduleMissedRunsCollapse(t *testing.T, be store.Backend) {
 	api := newReceiver(t)
 	proj := project(t, map[string]string{
 		"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
@@ -63,7 +67,6 @@ destinations:
 `,
 		"interfaces/tick/transform.js": `function transform(run) { return run; }`,
 	})
-	be := testBackend(t)
 	first, err := New(context.Background(), proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) { c.PollInterval = 20 * time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)
