@@ -24,13 +24,36 @@ type Request struct {
 	System    *System // set for the runtime's own deliveries
 }
 
-// System identifies a delivery the runtime makes on its own behalf
-// (reminder occurrences, actor-to-actor sends, effect outcomes), so a policy
-// can recognise and allow it.
+// System identifies a delivery the runtime makes on its own behalf, or a
+// request actor code makes from inside a turn, so a policy can recognise
+// (and usually allow) it. Via says which.
 type System struct {
-	Via    string // "reminder", "send", "effect_outcome", "dead_letter_retry"
-	Source Ref    // the actor whose staged work this is
+	Via    string // one of the Via constants
+	Source Ref    // the actor whose staged work or code this is
 }
+
+// The kinds of System request. Staged deliveries are authorized when the
+// turn stages them (the handler's call fails if refused), not again when
+// they are delivered.
+const (
+	// ViaSend: a message staged with Context.SendTo.
+	ViaSend = "send"
+	// ViaReminder: a reminder set with Context.Schedule (its occurrences
+	// are the message it names).
+	ViaReminder = "reminder"
+	// ViaEffectOutcome: the OnSuccess / OnFailure message of an effect
+	// staged with Context.Emit, delivered back to Source.
+	ViaEffectOutcome = "effect_outcome"
+	// ViaDeadLetterRetry: an operator's retry of a dead letter re-enqueues
+	// it to Source; Caller is the operator (the administration policy has
+	// already allowed the action).
+	ViaDeadLetterRetry = "dead_letter_retry"
+	// ViaTurn: a Client call (Tell, TellBatch) made by actor code from
+	// inside a turn of Source. The turn's context carries no caller (a
+	// message does not remember who sent it), so such a call is the
+	// actor's own request rather than an anonymous one.
+	ViaTurn = "turn"
+)
 
 // Policy decides one operation; a nil Policy allows everything. Return an
 // error to refuse: the caller gets a *ForbiddenError wrapping it.
@@ -47,7 +70,8 @@ type Policies struct {
 }
 
 // Authorize runs the policy for req.Operation, filling Caller and System
-// from ctx.
+// from ctx. A ctx of a running turn without a System of its own gets
+// System{Via: ViaTurn, Source: the running actor}.
 func (p Policies) Authorize(ctx context.Context, req Request) error {
 	var pol Policy
 	switch req.Operation {
@@ -71,6 +95,8 @@ func (p Policies) Authorize(ctx context.Context, req Request) error {
 	if req.System == nil {
 		if s, ok := SystemFrom(ctx); ok {
 			req.System = &s
+		} else if from, ok := InTurn(ctx); ok {
+			req.System = &System{Via: ViaTurn, Source: from}
 		}
 	}
 	if err := pol(ctx, req); err != nil {

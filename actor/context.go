@@ -26,9 +26,10 @@ type TurnInfo struct {
 // runtime supplies it so bad staging fails inside the handler, before
 // anything is written.
 type Checker interface {
-	// CheckSend validates a message this actor stages for to (its type,
-	// message and arguments) and authorizes it as a system delivery.
-	CheckSend(ctx context.Context, from, to Ref, message string, args []byte) error
+	// CheckSend validates a message staged for to (its type, message and
+	// arguments; nil args are the runtime's own) and authorizes it as the
+	// system delivery sys describes.
+	CheckSend(ctx context.Context, sys System, to Ref, message string, args []byte) error
 	CheckEffect(name string) error
 	CheckSchedule(s Schedule) error
 	Limits() Limits
@@ -164,7 +165,7 @@ func (c *Context) Emit(name string, args any, opts ...EffectOption) error {
 	}
 	for _, m := range []string{e.OnSuccess, e.OnFailure} {
 		if m != "" && c.checker != nil {
-			if err := c.checker.CheckSend(c, c.info.Ref, c.info.Ref, m, nil); err != nil {
+			if err := c.checker.CheckSend(c, System{Via: ViaEffectOutcome, Source: c.info.Ref}, c.info.Ref, m, nil); err != nil {
 				return fmt.Errorf("effect %q outcome message: %w", name, err)
 			}
 		}
@@ -198,7 +199,7 @@ func (c *Context) SendTo(to Ref, message string, args any, opts ...SendOption) e
 		return err
 	}
 	if c.checker != nil {
-		if err := c.checker.CheckSend(c, c.info.Ref, to, message, raw); err != nil {
+		if err := c.checker.CheckSend(c, System{Via: ViaSend, Source: c.info.Ref}, to, message, raw); err != nil {
 			return err
 		}
 	}
@@ -232,7 +233,7 @@ func (c *Context) Schedule(name string, s Schedule, message string, args any) er
 		if err := c.checker.CheckSchedule(s); err != nil {
 			return err
 		}
-		if err := c.checker.CheckSend(c, c.info.Ref, c.info.Ref, message, raw); err != nil {
+		if err := c.checker.CheckSend(c, System{Via: ViaReminder, Source: c.info.Ref}, c.info.Ref, message, raw); err != nil {
 			return fmt.Errorf("reminder %q: %w", name, err)
 		}
 	}

@@ -72,7 +72,7 @@ type JSONError struct {
 	Reason string // what is wrong, e.g. `duplicate key "a"`
 }
 
-func (e *JSONError) Error() string { return "actor: " + e.What + ": " + e.Reason }
+func (e *JSONError) Error() string { return "actor: invalid " + e.What + ": " + e.Reason }
 
 // Is makes a JSONError match ErrInvalidArguments.
 func (e *JSONError) Is(target error) bool { return target == ErrInvalidArguments }
@@ -91,7 +91,8 @@ func (e *MailboxFullError) Error() string {
 func (e *MailboxFullError) Is(target error) bool { return target == ErrMailboxFull }
 
 // DeadLetterError is what Ask returns for a dead-lettered message: the
-// message ID and the last error the handler returned.
+// message ID and the text of the last error the handler returned (all a
+// dead letter stores).
 type DeadLetterError struct {
 	MessageID MessageID
 	Reason    string
@@ -103,6 +104,14 @@ func (e *DeadLetterError) Error() string {
 
 // Is makes a DeadLetterError match ErrDeadLetter.
 func (e *DeadLetterError) Is(target error) bool { return target == ErrDeadLetter }
+
+// Unwrap returns the causes recovered from Reason, so errors.Is and
+// errors.As see why the message died in every process, not only the one
+// that ran it: each sentinel whose text Reason contains (ErrQueryMutated,
+// ErrUnknownMessage, ...), and a *LimitError, *JSONError,
+// *MailboxFullError or *ForbiddenError rebuilt from its text. A plain
+// handler error ("poison pill") unwraps to nothing.
+func (e *DeadLetterError) Unwrap() []error { return causesFromText(e.Reason) }
 
 // ForbiddenError carries the policy's reason for refusing an operation.
 type ForbiddenError struct {

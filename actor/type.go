@@ -3,6 +3,7 @@ package actor
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 )
@@ -12,6 +13,7 @@ import (
 // own type.
 type Handler[S any] struct {
 	query bool
+	args  reflect.Type // A, checked at registration
 	check func(raw []byte) error
 	call  func(c *Context, s *S, raw []byte) (any, error)
 }
@@ -20,6 +22,7 @@ type Handler[S any] struct {
 // into A; the returned R is the message's durable result (what Ask returns).
 func Message[S, A, R any](fn func(c *Context, s *S, args A) (R, error)) Handler[S] {
 	return Handler[S]{
+		args:  reflect.TypeFor[A](),
 		check: checkArgs[A],
 		call: func(c *Context, s *S, raw []byte) (any, error) {
 			a, err := Decode[A]("arguments", raw)
@@ -41,7 +44,12 @@ func Query[S, A, R any](fn func(c *Context, s *S, args A) (R, error)) Handler[S]
 	return h
 }
 
+// checkArgs decodes raw as the handler will, first refusing keys that
+// differ only in case where they would land in the same struct field.
 func checkArgs[A any](raw []byte) error {
+	if err := checkFoldedKeys("arguments", raw, reflect.TypeFor[A]()); err != nil {
+		return err
+	}
 	_, err := Decode[A]("arguments", raw)
 	return err
 }
@@ -172,12 +180,23 @@ func (t *Type[S]) validate() error {
 	if len(t.Messages) == 0 {
 		return bad("it has no messages")
 	}
-	for name, h := range t.Messages {
+	seen := map[reflect.Type]bool{}
+	if err := checkTypeNames(reflect.TypeFor[S](), seen); err != nil {
+		return bad("state: %v", err)
+	}
+	for _, name := range sortedKeys(t.Messages) {
+		h := t.Messages[name]
 		if !messageNamePattern.MatchString(name) {
 			return bad("message name %q must be 1-128 letters, digits or . _ - :", name)
 		}
 		if h.call == nil {
 			return bad("message %q has no handler (build it with actor.Message or actor.Query)", name)
+		}
+		if h.args == nil {
+			continue
+		}
+		if err := checkTypeNames(h.args, seen); err != nil {
+			return bad("message %q arguments: %v", name, err)
 		}
 	}
 	for name, fn := range t.Observables {
@@ -185,7 +204,16 @@ func (t *Type[S]) validate() error {
 			return bad("observable %q needs a name and a function", name)
 		}
 	}
-	seen := map[int]bool{}
+	return t.validateMigrations(bad)
+}
+
+// validateMigrations refuses steps that are malformed, duplicated or leave
+// a gap: from the lowest step's version up to the current one every step
+// must exist, because a dormant actor's state may be at any of them. (A
+// type with no steps starts at its current version.)
+func (t *Type[S]) validateMigrations(bad func(string, ...any) error) error {
+	steps := map[int]bool{}
+	lowest := t.version()
 	for _, m := range t.Migrations {
 		switch {
 		case m.Fn == nil:
@@ -194,12 +222,27 @@ func (t *Type[S]) validate() error {
 			return bad("migration %d->%d must go up exactly one version (a step backwards would be a cycle)", m.From, m.To)
 		case m.From < 1 || m.To > t.version():
 			return bad("migration %d->%d is outside versions 1..%d", m.From, m.To, t.version())
-		case seen[m.From]:
+		case steps[m.From]:
 			return bad("two migrations start at version %d", m.From)
 		}
-		seen[m.From] = true
+		steps[m.From] = true
+		lowest = min(lowest, m.From)
+	}
+	for v := lowest; v < t.version(); v++ {
+		if !steps[v] {
+			return bad("no migration step from version %d to %d (state stored at version %d could not be loaded)", v, v+1, lowest)
+		}
 	}
 	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // CheckArguments implements Definition.

@@ -50,6 +50,9 @@ func (h *Host) RetryDeadLetter(ctx context.Context, id actor.MessageID) (actor.M
 	if err := h.admin(ctx, "dead_letter.retry", d.Ref); err != nil {
 		return 0, err
 	}
+	if err := h.authorizeRetry(ctx, d.Ref, d.Name); err != nil {
+		return 0, err
+	}
 	res, err := h.be.DeadLetterRetry(ctx, int64(id), h.cfg.Limits.MailboxMessages)
 	if err != nil {
 		return 0, err

@@ -20,13 +20,12 @@ type checker struct{ h *Host }
 
 func (c *checker) Limits() actor.Limits { return c.h.cfg.Limits }
 
-func (c *checker) CheckSend(ctx context.Context, from, to actor.Ref, message string, args []byte) error {
+func (c *checker) CheckSend(ctx context.Context, sys actor.System, to actor.Ref, message string, args []byte) error {
 	def, err := c.h.reg.Lookup(to.Type)
 	if err != nil {
 		return err
 	}
-	query, ok := def.Spec().Messages[message]
-	if !ok {
+	if _, ok := def.Spec().Messages[message]; !ok {
 		return fmt.Errorf("%w: type %q has no message %q", actor.ErrUnknownMessage, to.Type, message)
 	}
 	if args != nil {
@@ -34,12 +33,18 @@ func (c *checker) CheckSend(ctx context.Context, from, to actor.Ref, message str
 			return err
 		}
 	}
+	return c.h.authorizeDelivery(ctx, sys, def, to, message)
+}
+
+// authorizeDelivery asks the message (or query) policy about a delivery
+// the runtime makes on its own behalf, marked with sys so the policy can
+// tell it from a client's request; the caller of ctx, if any, stays.
+func (h *Host) authorizeDelivery(ctx context.Context, sys actor.System, def actor.Definition, to actor.Ref, message string) error {
 	op := actor.OpMessage
-	if query {
+	if def.Spec().Messages[message] {
 		op = actor.OpQuery
 	}
-	return c.h.cfg.Policies.Authorize(actor.WithSystem(ctx, actor.System{Via: "send", Source: from}),
-		actor.Request{Operation: op, Ref: to, Message: message})
+	return h.cfg.Policies.Authorize(actor.WithSystem(ctx, sys), actor.Request{Operation: op, Ref: to, Message: message})
 }
 
 func (c *checker) CheckEffect(name string) error {
@@ -140,4 +145,15 @@ func (h *Host) stage(p *store.TurnCommitParams, a *activation, m store.Message, 
 		}
 		p.Reminders = append(p.Reminders, rc)
 	}
+}
+
+// authorizeRetry asks the message policy about an operator's retry of a
+// dead letter, a delivery to its actor on the operator's behalf. A type
+// this process does not run has no policy decision to make here.
+func (h *Host) authorizeRetry(ctx context.Context, ref actor.Ref, message string) error {
+	def, err := h.reg.Lookup(ref.Type)
+	if err != nil {
+		return nil
+	}
+	return h.authorizeDelivery(ctx, actor.System{Via: actor.ViaDeadLetterRetry, Source: ref}, def, ref, message)
 }

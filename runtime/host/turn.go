@@ -185,11 +185,15 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 			h.stage(p, a, m, staged)
 		}
 	}
-	if !bytes.Equal(a.state, a.stored) || a.storedV != a.spec.StateVersion {
-		p.State = a.state
-	}
-	p.StateVersion = a.spec.StateVersion
+	// State goes with completed messages only: what OnActivate or a
+	// migration changed is persisted by the next successful message's
+	// commit, never by a commit that only fails one.
+	p.StateVersion = a.storedV
 	if len(p.Completed) > 0 {
+		if !bytes.Equal(a.state, a.stored) || a.storedV != a.spec.StateVersion {
+			p.State = a.state
+		}
+		p.StateVersion = a.spec.StateVersion
 		if err := h.broadcastsFor(a, p); err != nil {
 			return nil, false, err
 		}
@@ -210,7 +214,9 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 		return nil, false, err
 	}
 	h.met.turns.WithLabelValues(a.ref.Type, "ok").Inc()
-	a.stored, a.storedV = a.state, a.spec.StateVersion
+	if len(p.Completed) > 0 {
+		a.stored, a.storedV = a.state, a.spec.StateVersion
+	}
 	h.met.processed.WithLabelValues(a.ref.Type).Add(float64(len(p.Completed)))
 	for i, c := range p.Completed {
 		if ran[i].Ask {

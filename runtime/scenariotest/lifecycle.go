@@ -151,11 +151,73 @@ func init() {
 		if err := reg.Register(&actor.Type[ledger]{Name: "scenario.once", Messages: noop}); !errors.Is(err, actor.ErrInvalidDefinition) {
 			t.Errorf("duplicate type: %v", err)
 		}
-		// A gap in the steps fails the activation, naming the step.
+		// A gap in the steps is refused at registration, naming the step,
+		// and would fail the activation if it got that far.
 		gap := &actor.Type[ledger]{Name: "scenario.gap", StateVersion: 3, Messages: noop,
 			Migrations: []actor.Migration{{From: 1, To: 2, Fn: func(b json.RawMessage) (json.RawMessage, error) { return b, nil }}}}
+		if err := actor.NewRegistry().Register(gap); !errors.Is(err, actor.ErrInvalidDefinition) || !contains(err.Error(), "from version 2 to 3") {
+			t.Errorf("a gap in the steps: %v", err)
+		}
 		if _, err := gap.Load([]byte(`{"n":1}`), 1); !errors.Is(err, actor.ErrMigration) || !contains(err.Error(), "from version 2 to 3") {
 			t.Errorf("missing step: %v", err)
+		}
+	})
+
+	scenario("ActivationChangesWaitForASuccessfulCommit", func(t *testing.T, be store.Backend) {
+		// OnActivate's change and a migration are persisted by the next
+		// commit that completes a message, never by one that only fails
+		// (or dead-letters) a message.
+		msgs := map[string]actor.Handler[ledger]{
+			"add":    actor.Message(func(c *actor.Context, s *ledger, n int) (int, error) { s.N += n; return s.N, nil }),
+			"poison": actor.Message(func(c *actor.Context, s *ledger, _ struct{}) (any, error) { return nil, actor.Permanent(errors.New("refused")) }),
+		}
+		v1 := &actor.Type[ledger]{Name: "scenario.activated", Messages: msgs}
+		v2 := &actor.Type[ledger]{Name: "scenario.activated", StateVersion: 2, Messages: msgs,
+			Migrations: []actor.Migration{{From: 1, To: 2, Fn: actor.MigrateObject(func(m map[string]any) error { m["status"] = "migrated"; return nil })}},
+			OnActivate: func(c *actor.Context, s *ledger) error { s.N += 100; return nil },
+		}
+		ctx := ctxT(t)
+		old := actor.Ref{Type: "scenario.activated", ID: "old"}
+		reg1 := actor.NewRegistry()
+		reg1.MustRegister(v1)
+		h1 := newHost(t, be, reg1)
+		if _, err := h1.Ask(ctx, old, "add", 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := h1.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		reg2 := actor.NewRegistry()
+		reg2.MustRegister(v2)
+		h2 := newHost(t, be, reg2)
+		fresh := actor.Ref{Type: "scenario.activated", ID: "fresh"}
+		for _, r := range []actor.Ref{old, fresh} {
+			before, _ := be.ActorGet(ctx, r)
+			if _, err := h2.Ask(ctx, r, "poison", nil); !errors.Is(err, actor.ErrDeadLetter) {
+				t.Fatalf("%s poison: %v", r, err)
+			}
+			after, err := be.ActorGet(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before != nil && (string(after.State) != string(before.State) || after.StateVersion != before.StateVersion) {
+				t.Errorf("%s: a commit that only dead-lettered wrote state %s v%d (was %s v%d)", r, after.State, after.StateVersion, before.State, before.StateVersion)
+			}
+			if before == nil && (after.State != nil || contains(string(after.State), "100")) {
+				t.Errorf("%s: a commit that only dead-lettered wrote OnActivate's state %s", r, after.State)
+			}
+		}
+		for r, want := range map[actor.Ref]string{old: `"n":102`, fresh: `"n":101`} {
+			if _, err := h2.Ask(ctx, r, "add", 1); err != nil {
+				t.Fatal(err)
+			}
+			info, _ := be.ActorGet(ctx, r)
+			if !contains(string(info.State), want) || info.StateVersion != 2 {
+				t.Errorf("%s: after a successful message, state %s v%d; want %s at v2", r, info.State, info.StateVersion, want)
+			}
+		}
+		if info, _ := be.ActorGet(ctx, old); !contains(string(info.State), "migrated") {
+			t.Errorf("the migration's change was not persisted: %s", info.State)
 		}
 	})
 }
