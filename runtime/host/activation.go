@@ -3,6 +3,7 @@ package host
 import (
 	"container/list"
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -55,14 +56,32 @@ func (a *activation) deactivate(ctx context.Context, h *Host) {
 // (kept, lease renewed, for IdleTimeout, least recently used evicted past
 // the capacity).
 type cache struct {
-	mu   sync.Mutex
-	byPK map[int64]*activation
-	idle *list.List // front = most recently used
+	mu       sync.Mutex
+	byPK     map[int64]*activation
+	idle     *list.List // front = most recently used
+	capacity int
+	// full is poked when the cache holds more than capacity and an idle
+	// activation could go: the lease loop evicts at once rather than at its
+	// next tick, so the bound holds as activations are added.
+	full chan struct{}
 }
 
-func (c *cache) init() {
+func (c *cache) init(capacity int) {
 	c.byPK = map[int64]*activation{}
 	c.idle = list.New()
+	c.capacity = capacity
+	c.full = make(chan struct{}, 1)
+}
+
+// checkFull pokes the lease loop when an idle activation must make room.
+// Called with mu held.
+func (c *cache) checkFull() {
+	if c.capacity > 0 && len(c.byPK) > c.capacity && c.idle.Len() > 0 {
+		select {
+		case c.full <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // add registers a freshly claimed activation as running. A stale entry
@@ -76,6 +95,7 @@ func (c *cache) add(a *activation) {
 	}
 	a.running = true
 	c.byPK[a.pk] = a
+	c.checkFull()
 }
 
 // wakeIdle marks a cached actor as having work: an idle one is returned to
@@ -111,6 +131,7 @@ func (c *cache) park(a *activation, now time.Time) (again bool) {
 	a.running = false
 	a.lastUsed = now
 	a.elem = c.idle.PushFront(a)
+	c.checkFull() // an add found no idle activation to evict: this one may be it
 	return false
 }
 
@@ -215,6 +236,13 @@ func (h *Host) leaseLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-h.cache.full:
+			// Over capacity: only the least recently used idle ones go.
+			if evicted := h.cache.evict(time.Now(), time.Duration(math.MaxInt64), h.cfg.CacheCapacity); len(evicted) > 0 {
+				h.release(ctx, evicted, false)
+			}
+			h.met.cached.Set(float64(h.cache.size()))
+			continue
 		case <-t.C:
 		}
 		asked := h.cache.leases()

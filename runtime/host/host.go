@@ -84,10 +84,12 @@ func New(cfg Config) (*Host, error) {
 		h.promReg = prometheus.NewRegistry()
 		reg = h.promReg
 	}
-	h.met = newMetrics(reg)
+	if h.met, err = newMetrics(reg); err != nil {
+		return nil, err
+	}
 	h.checker = &checker{h: h}
 	h.waiters.init()
-	h.cache.init()
+	h.cache.init(c.CacheCapacity)
 	h.hints.init()
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	for i := 0; i < c.Workers; i++ {

@@ -1,6 +1,11 @@
 package host
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the runtime's Prometheus collectors, labelled by actor type
 // (a bounded set: registered types only) and never by actor ID.
@@ -21,7 +26,11 @@ type metrics struct {
 	storeErrors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics builds the collectors and registers them with reg. A second
+// Host on the same Registerer shares the first one's collectors (its counts
+// add to theirs) instead of failing; a different collector already
+// registered under one of the names is an error.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ductus_messages_enqueued_total", Help: "Messages committed to mailboxes by this process.",
@@ -67,11 +76,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ductus_store_errors_total", Help: "Store operations that failed, by kind.",
 		}, []string{"kind"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.enqueued, m.processed, m.turns, m.commit, m.retries, m.deadLetters,
-			m.leaseLosses, m.activations, m.cached, m.effects, m.reminders, m.sends, m.broadcasts, m.storeErrors} {
-			reg.MustRegister(c)
-		}
+	if reg == nil {
+		return m, nil
 	}
-	return m
+	err := errors.Join(
+		register(reg, &m.enqueued), register(reg, &m.processed), register(reg, &m.turns), register(reg, &m.commit),
+		register(reg, &m.retries), register(reg, &m.deadLetters), register(reg, &m.leaseLosses), register(reg, &m.activations),
+		register(reg, &m.cached), register(reg, &m.effects), register(reg, &m.reminders), register(reg, &m.sends),
+		register(reg, &m.broadcasts), register(reg, &m.storeErrors),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("host: register metrics: %w", err)
+	}
+	return m, nil
+}
+
+// register registers *c, or replaces it with the equal collector already
+// registered.
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	err := reg.Register(*c)
+	var dup prometheus.AlreadyRegisteredError
+	if !errors.As(err, &dup) {
+		return err
+	}
+	existing, ok := dup.ExistingCollector.(C)
+	if !ok {
+		return fmt.Errorf("another kind of collector is registered with the same name: %w", err)
+	}
+	*c = existing
+	return nil
 }

@@ -168,8 +168,10 @@ func init() {
 		// commit that completes a message, never by one that only fails
 		// (or dead-letters) a message.
 		msgs := map[string]actor.Handler[ledger]{
-			"add":    actor.Message(func(c *actor.Context, s *ledger, n int) (int, error) { s.N += n; return s.N, nil }),
-			"poison": actor.Message(func(c *actor.Context, s *ledger, _ struct{}) (any, error) { return nil, actor.Permanent(errors.New("refused")) }),
+			"add": actor.Message(func(c *actor.Context, s *ledger, n int) (int, error) { s.N += n; return s.N, nil }),
+			"poison": actor.Message(func(c *actor.Context, s *ledger, _ struct{}) (any, error) {
+				return nil, actor.Permanent(errors.New("refused"))
+			}),
 		}
 		v1 := &actor.Type[ledger]{Name: "scenario.activated", Messages: msgs}
 		v2 := &actor.Type[ledger]{Name: "scenario.activated", StateVersion: 2, Messages: msgs,

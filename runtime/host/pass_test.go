@@ -1,0 +1,89 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// TestPassDurationYields gives one worker a hot actor with a long backlog
+// and a cold actor behind it. The message budget is out of reach, so only
+// the pass's time budget can make the hot actor yield: the cold actor's
+// message must run before the hot backlog is done.
+func TestPassDurationYields(t *testing.T) {
+	be := openSQLite(t)
+	hk := &testHooks{work: 2 * time.Millisecond}
+	client := startHost(t, be, tallyRegistry(hk), func(c *Config) { c.NoWorkers = true })
+	ctx := testCtx(t)
+	const hot = 300
+	batch := make([]actor.Envelope, hot)
+	for i := range batch {
+		batch[i] = actor.Envelope{Ref: tref("hot"), Message: "slow", Args: 1}
+	}
+	if _, err := client.TellBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	cold, err := client.Tell(ctx, tref("cold"), "add", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startHost(t, be, tallyRegistry(hk), func(c *Config) {
+		c.Workers, c.BatchSize = 1, 4
+		c.PassMessages, c.PassDuration = 1<<20, 30*time.Millisecond
+	})
+	eventually(t, 30*time.Second, "the cold actor's message", func() bool { return messageState(t, be, cold) == store.MessageCompleted })
+	if left := actorInfo(t, be, tref("hot")).Unfinished; left == 0 {
+		t.Fatal("the hot backlog finished before the cold actor ran: the pass never yielded on its time budget")
+	}
+	eventually(t, 60*time.Second, "the hot backlog", func() bool { return actorInfo(t, be, tref("hot")).Unfinished == 0 })
+}
+
+// TestShutdownTimeoutCancelsTurns shuts down while a turn waits on its
+// context: after ShutdownTimeout the turn is cancelled, Shutdown returns,
+// the lease is released and the message, never completed, runs again on
+// another host.
+func TestShutdownTimeoutCancelsTurns(t *testing.T) {
+	be := openSQLite(t)
+	hk := &testHooks{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	h := startHost(t, be, tallyRegistry(hk), func(c *Config) { c.ShutdownTimeout = 100 * time.Millisecond })
+	ctx := testCtx(t)
+	r := tref("stuck")
+	id, err := h.Tell(ctx, r, "wait", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hk.entered:
+	case <-ctx.Done():
+		t.Fatal("the turn never started")
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Shutdown did not return: the running turn was never cancelled")
+	}
+	hk.mu.Lock()
+	saw := hk.sawErr
+	hk.mu.Unlock()
+	if !errors.Is(saw, context.Canceled) {
+		t.Fatalf("the turn's context ended with %v, want context.Canceled", saw)
+	}
+	if st := messageState(t, be, id); st != store.MessagePending {
+		t.Fatalf("the cancelled message is %s, want pending (it runs again elsewhere)", st)
+	}
+	if owner := actorInfo(t, be, r).LeaseOwner; owner != "" {
+		t.Fatalf("the lease is still held by %q after shutdown", owner)
+	}
+	close(hk.gate) // the next attempt completes
+	startHost(t, be, tallyRegistry(hk))
+	eventually(t, 30*time.Second, "the message to run again", func() bool { return messageState(t, be, id) == store.MessageCompleted })
+}
