@@ -1,7 +1,8 @@
 // Package crashtest proves the runtime's contract with real processes: the
 // test binary re-executes itself as worker processes over one database,
-// which are SIGKILLed and restarted, and SIGSTOPped past their lease and
-// resumed, while counters are incremented. Afterwards every counter must
+// which are SIGKILLed and restarted (one every ~200ms) while, at the same
+// time, another is SIGSTOPped past its lease and resumed, as counters are
+// incremented. Afterwards every counter must
 // equal the sum of its increments exactly, every actor must have applied its
 // messages in sequence order, nothing may be pending or dead, and the
 // resumed stale workers' commits must have been refused (counted, > 0).
@@ -33,6 +34,7 @@ import (
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"
 	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/runtime/store/storetest"
 )
 
 // Opener opens a backend from a DSN, in the test and in worker processes.
@@ -181,6 +183,8 @@ type fleet struct {
 	record   string // the external record's URL (RunEffects)
 	mu       sync.Mutex
 	procs    []*proc
+	killing  int // the worker the kill loop is restarting (-1: none)
+	paused   int // the worker the pause loop holds stopped (-1: none)
 	refused  atomic.Int64
 	kills    atomic.Int64
 	pauses   atomic.Int64
@@ -281,7 +285,7 @@ func Run(t *testing.T, cfg Config) {
 		t.Fatal(err)
 	}
 
-	f := &fleet{t: t, cfg: cfg, procs: make([]*proc, cfg.Workers)}
+	f := &fleet{t: t, cfg: cfg, procs: make([]*proc, cfg.Workers), killing: -1, paused: -1}
 	for i := range f.procs {
 		f.start(i)
 	}
@@ -323,36 +327,16 @@ func Run(t *testing.T, cfg Config) {
 		}
 	}
 
-	// Chaos: a SIGKILL and restart every ~KillEvery; a SIGSTOP past the
-	// lease every few seconds.
+	// Chaos, concurrently: a SIGKILL of a random worker every ~KillEvery,
+	// restarted at once; and, on its own goroutine, one worker at a time
+	// SIGSTOPped past its lease and resumed (the killer leaves that one
+	// alone, so its stale commits happen while the others are being
+	// killed).
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	var chaos sync.WaitGroup
-	chaos.Add(1)
-	go func() {
-		defer chaos.Done()
-		lastPause := time.Time{} // the first chaos step is a pause
-		for chaosCtx.Err() == nil {
-			sleepCtx(chaosCtx, cfg.KillEvery/2+rand.N(cfg.KillEvery))
-			if chaosCtx.Err() != nil {
-				return
-			}
-			i := rand.N(cfg.Workers)
-			if time.Since(lastPause) > time.Second {
-				f.mu.Lock()
-				p := f.procs[i]
-				f.mu.Unlock()
-				_ = p.cmd.Process.Signal(syscall.SIGSTOP)
-				f.pauses.Add(1)
-				sleepCtx(chaosCtx, cfg.LeaseTTL*2+500*time.Millisecond)
-				_ = p.cmd.Process.Signal(syscall.SIGCONT)
-				lastPause = time.Now()
-				continue
-			}
-			f.kill(i)
-			f.start(i)
-			f.restarts.Add(1)
-		}
-	}()
+	chaos.Add(2)
+	go func() { defer chaos.Done(); f.killLoop(chaosCtx) }()
+	go func() { defer chaos.Done(); f.pauseLoop(chaosCtx) }()
 	if cfg.Chaos != nil {
 		chaos.Add(1)
 		go func() { defer chaos.Done(); cfg.Chaos(chaosCtx, f.pids) }()
@@ -366,14 +350,14 @@ func Run(t *testing.T, cfg Config) {
 	// the survivors can finish.
 	deadline := time.Now().Add(cfg.Timeout)
 	for {
-		done, pending := progress(t, ctx, be, cfg.Actors)
+		pending := pendingRows(t, ctx, be)
 		if pending == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out with %d messages pending (%d counters done)", pending, done)
+			t.Fatalf("timed out with %d messages ready or claimed", pending)
 		}
-		if f.refused.Load() > 0 && pending < cfg.Increments/10 {
+		if f.refused.Load() > 0 && pending < int64(cfg.Increments/10) {
 			stopChaos()
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -397,6 +381,16 @@ func Run(t *testing.T, cfg Config) {
 			t.Errorf("%s: total %d (want %d), last seq %d (want %d), %d out-of-order, %d unfinished",
 				info.Ref.ID, c.N, want[info.Ref.ID], c.Last, perActor, c.Violations, info.Unfinished)
 		}
+	}
+	// Nothing pending, counted in the tables themselves rather than in the
+	// actors' bookkeeping: no ready or claimed row, no dead letter, and
+	// every increment stored as a message.
+	rows, err := storetest.RowCounts(ctx, be, "ductus_messages", "ductus_ready", "ductus_claimed", "ductus_dead_letters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows["ductus_ready"] != 0 || rows["ductus_claimed"] != 0 || rows["ductus_dead_letters"] != 0 || rows["ductus_messages"] != int64(perActor*cfg.Actors) {
+		t.Errorf("rows at the end: %v; want %d messages and no ready, claimed or dead one", rows, perActor*cfg.Actors)
 	}
 	dead, err := be.DeadLetterList(ctx, &store.DeadLetterListParams{Limit: 10})
 	if err != nil || len(dead) != 0 {
@@ -428,14 +422,85 @@ func listAll(t *testing.T, ctx context.Context, be store.Backend, n int) []store
 	}
 }
 
-func progress(t *testing.T, ctx context.Context, be store.Backend, actors int) (done, pending int) {
-	for _, info := range listAll(t, ctx, be, actors) {
-		pending += info.Unfinished
-		if info.Unfinished == 0 {
-			done++
+// pendingRows counts the ready and claimed message rows.
+func pendingRows(t *testing.T, ctx context.Context, be store.Backend) int64 {
+	var n map[string]int64
+	err := store.Retry(ctx, 20, func() error {
+		var err error
+		n, err = storetest.RowCounts(ctx, be, "ductus_ready", "ductus_claimed")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n["ductus_ready"] + n["ductus_claimed"]
+}
+
+// killLoop SIGKILLs a random worker (never the paused one) every
+// ~KillEvery and restarts it at once.
+func (f *fleet) killLoop(ctx context.Context) {
+	tick := time.NewTicker(f.cfg.KillEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		i := f.pick(&f.killing)
+		if i < 0 {
+			continue
+		}
+		f.kill(i)
+		f.start(i)
+		f.restarts.Add(1)
+		f.release(&f.killing)
+	}
+}
+
+// pauseLoop SIGSTOPs one worker past its lease, SIGCONTs it, rests a lease
+// and starts again, while the kill loop goes on.
+func (f *fleet) pauseLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		i := f.pick(&f.paused)
+		if i < 0 {
+			sleepCtx(ctx, f.cfg.KillEvery)
+			continue
+		}
+		f.mu.Lock()
+		p := f.procs[i]
+		f.mu.Unlock()
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		f.pauses.Add(1)
+		sleepCtx(ctx, f.cfg.LeaseTTL*2+500*time.Millisecond)
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		f.release(&f.paused)
+		sleepCtx(ctx, f.cfg.LeaseTTL)
+	}
+}
+
+// pick chooses a random worker that neither loop is working on and marks
+// it in *slot; -1 when there is none.
+func (f *fleet) pick(slot *int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var free []int
+	for i := range f.procs {
+		if i != f.killing && i != f.paused {
+			free = append(free, i)
 		}
 	}
-	return done, pending
+	if len(free) == 0 {
+		return -1
+	}
+	*slot = free[rand.N(len(free))]
+	return *slot
+}
+
+func (f *fleet) release(slot *int) {
+	f.mu.Lock()
+	*slot = -1
+	f.mu.Unlock()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
