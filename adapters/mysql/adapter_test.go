@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -35,6 +36,10 @@ func TestParseVersion(t *testing.T) {
 		{raw: "11.4.2-MariaDB", flavor: FlavorMariaDB, v: [3]int{11, 4, 2}, supported: true},
 		{raw: "10.5.2-MariaDB", flavor: FlavorMariaDB, v: [3]int{10, 5, 2}},
 		{raw: "8.0.36", flavor: FlavorMySQL, v: [3]int{8, 0, 36}, supported: true},
+		{raw: "8.0.4-rc-log", flavor: FlavorMySQL, v: [3]int{8, 0, 4}, supported: true}, // JSON_TABLE arrived
+		{raw: "8.0.3-rc-log", flavor: FlavorMySQL, v: [3]int{8, 0, 3}},                  // SKIP LOCKED, no JSON_TABLE
+		{raw: "8.0.0-dmr", flavor: FlavorMySQL, v: [3]int{8, 0, 0}},
+		{raw: "8.0", flavor: FlavorMySQL, v: [3]int{8, 0, 0}},
 		{raw: "8.0.36-0ubuntu0.22.04.1", flavor: FlavorMySQL, v: [3]int{8, 0, 36}, supported: true},
 		{raw: "8.4.0", flavor: FlavorMySQL, v: [3]int{8, 4, 0}, supported: true},
 		{raw: "9.1.0-commercial", flavor: FlavorMySQL, v: [3]int{9, 1, 0}, supported: true},
@@ -161,32 +166,37 @@ var _ net.Error = netErr{}
 
 func TestClassifyTable(t *testing.T) {
 	cases := []struct {
-		name      string
-		err       error
-		transient bool
+		name       string
+		err        error
+		transient  bool
+		rolledBack bool // the transaction certainly did not commit
 	}{
-		{"deadlock", &mysql.MySQLError{Number: 1213}, true},
-		{"lock wait timeout", &mysql.MySQLError{Number: 1205}, true},
-		{"gone away", &mysql.MySQLError{Number: 2006}, true},
-		{"lost connection", &mysql.MySQLError{Number: 2013}, true},
-		{"read-only", &mysql.MySQLError{Number: 1290}, true},
-		{"read-only 1836", &mysql.MySQLError{Number: 1836}, true},
-		{"killed", &mysql.MySQLError{Number: 1927}, true},
-		{"interrupted", &mysql.MySQLError{Number: 1317}, true},
-		{"bad conn", driver.ErrBadConn, true},
-		{"invalid conn", mysql.ErrInvalidConn, true},
-		{"wrapped invalid conn", fmt.Errorf("exec: %w", mysql.ErrInvalidConn), true},
-		{"network", netErr{}, true},
-		{"duplicate key", &mysql.MySQLError{Number: 1062}, false},
-		{"syntax", &mysql.MySQLError{Number: 1064}, false},
-		{"data too long", &mysql.MySQLError{Number: 1406}, false},
-		{"access denied", &mysql.MySQLError{Number: 1045}, false},
-		{"plain", errors.New("boom"), false},
+		{"deadlock", &mysql.MySQLError{Number: 1213}, true, true},
+		{"lock wait timeout", &mysql.MySQLError{Number: 1205}, true, true},
+		{"read-only", &mysql.MySQLError{Number: 1290}, true, true},
+		{"read-only 1836", &mysql.MySQLError{Number: 1836}, true, true},
+		{"statement timeout", &mysql.MySQLError{Number: 1969}, true, true},
+		{"too many connections", &mysql.MySQLError{Number: 1040}, true, true},
+		{"gone away", &mysql.MySQLError{Number: 2006}, true, false},
+		{"lost connection", &mysql.MySQLError{Number: 2013}, true, false},
+		{"killed", &mysql.MySQLError{Number: 1927}, true, false},
+		{"interrupted", &mysql.MySQLError{Number: 1317}, true, false},
+		{"bad conn (nothing sent)", driver.ErrBadConn, true, true},
+		{"dial refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, true, true},
+		{"invalid conn", mysql.ErrInvalidConn, true, false},
+		{"wrapped invalid conn", fmt.Errorf("exec: %w", mysql.ErrInvalidConn), true, false},
+		{"unexpected EOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true, false},
+		{"network", netErr{}, true, false},
+		{"duplicate key", &mysql.MySQLError{Number: 1062}, false, false},
+		{"syntax", &mysql.MySQLError{Number: 1064}, false, false},
+		{"data too long", &mysql.MySQLError{Number: 1406}, false, false},
+		{"access denied", &mysql.MySQLError{Number: 1045}, false, false},
+		{"plain", errors.New("boom"), false, false},
 	}
 	for _, c := range cases {
 		err := classify("commit: write the turn", c.err)
-		if store.IsTransient(err) != c.transient {
-			t.Errorf("%s: transient = %v, want %v", c.name, store.IsTransient(err), c.transient)
+		if store.IsTransient(err) != c.transient || store.IsRolledBack(err) != c.rolledBack {
+			t.Errorf("%s: transient %v rolled back %v, want %v %v", c.name, store.IsTransient(err), store.IsRolledBack(err), c.transient, c.rolledBack)
 		}
 		var se *store.Error
 		if !errors.As(err, &se) || se.Op != "commit: write the turn" || se.Backend != "mysql" || !errors.Is(err, c.err) {
@@ -255,8 +265,8 @@ func TestRealDeadlockAndLockWait(t *testing.T) {
 		if !errors.As(deadlock, &me) || me.Number != 1213 {
 			t.Fatalf("no deadlock: %v", deadlock)
 		}
-		if err := classify("test", deadlock); !store.IsTransient(err) || !rolledBack(err) {
-			t.Fatalf("a deadlock is not transient: %v", err)
+		if err := classify("test", deadlock); !store.IsTransient(err) || !rolledBack(err) || !store.IsRolledBack(err) {
+			t.Fatalf("a deadlock is not transient and rolled back: %v", err)
 		}
 	})
 	t.Run("LockWaitTimeout", func(t *testing.T) {
@@ -273,8 +283,8 @@ func TestRealDeadlockAndLockWait(t *testing.T) {
 		if !errors.As(err, &me) || me.Number != 1205 {
 			t.Fatalf("no lock wait timeout: %v", err)
 		}
-		if err := classify("test", err); !store.IsTransient(err) {
-			t.Fatalf("a lock wait timeout is not transient: %v", err)
+		if err := classify("test", err); !store.IsTransient(err) || !store.IsRolledBack(err) {
+			t.Fatalf("a lock wait timeout is not transient and rolled back: %v", err)
 		}
 	})
 }
@@ -370,8 +380,8 @@ func TestKilledMidCommit(t *testing.T) {
 			}
 			err = <-done
 			blocker.ExecContext(ctx, "ROLLBACK")
-			if err == nil || !store.IsTransient(err) {
-				t.Fatalf("commit on a killed connection (%d, %q) = %v, want a transient error", id, state, err)
+			if err == nil || !store.IsTransient(err) || store.IsRolledBack(err) {
+				t.Fatalf("commit on a killed connection (%d, %q) = %v, want a transient error of unknown outcome", id, state, err)
 			}
 			t.Logf("%s: %v", kill, err)
 			if st, _ := b.MessageStatus(ctx, []int64{res[0].MessageID}); st[0].State != store.MessagePending {

@@ -107,7 +107,7 @@ func (b *Backend) createActors(ctx context.Context, s *session, op string, missi
 	}
 	err := s.run(ctx, ins)
 	if err != nil && isDuplicate(err) {
-		return &store.Error{Backend: "mysql", Op: op + ": create the actors", Transient: true, Err: errors.Join(errActorRace, err)}
+		return &store.Error{Backend: "mysql", Op: op + ": create the actors", Transient: true, RolledBack: true, Err: errors.Join(errActorRace, err)}
 	}
 	return err
 }

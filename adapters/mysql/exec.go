@@ -291,27 +291,35 @@ func (b *Backend) txnOnce(ctx context.Context, fn func(s *session) error) error 
 	return err
 }
 
-// MySQL and MariaDB error numbers the adapter treats as transient.
-var transientCodes = map[uint16]string{
-	1205: "lock wait timeout",
-	1213: "deadlock",
-	2006: "server gone away",
-	2013: "lost connection during query",
-	1290: "server is read-only (failover)",
-	1836: "server is read-only (failover)",
-	1792: "read-only transaction (failover)",
-	1927: "connection killed",
-	1317: "query interrupted",
-	1053: "server shutdown in progress",
-	1040: "too many connections",
-	1158: "network read error",
-	1159: "network read timeout",
-	1160: "network write error",
-	1161: "network write timeout",
-	1047: "node not ready (Galera)",
-	1969: "statement timeout (MariaDB max_statement_time)",
-	3024: "statement timeout (MySQL max_execution_time)",
-	4031: "disconnected by the server for inactivity",
+// MySQL and MariaDB error numbers the adapter treats as transient, and
+// whether each guarantees that the transaction did not commit: the server
+// refused a statement (or the connection) and said so, before COMMIT ran.
+// The others come from a connection that died or was killed with the
+// statements on the wire, COMMIT perhaps among them: their outcome is
+// unknown.
+var transientCodes = map[uint16]struct {
+	what       string
+	rolledBack bool
+}{
+	1205: {"lock wait timeout", true},
+	1213: {"deadlock", true},
+	1290: {"server is read-only (failover)", true},
+	1836: {"server is read-only (failover)", true},
+	1792: {"read-only transaction (failover)", true},
+	1040: {"too many connections", true},
+	1047: {"node not ready (Galera)", true},
+	1969: {"statement timeout (MariaDB max_statement_time)", true},
+	3024: {"statement timeout (MySQL max_execution_time)", true},
+	2006: {"server gone away", false},
+	2013: {"lost connection during query", false},
+	1927: {"connection killed", false},
+	1317: {"query interrupted", false},
+	1053: {"server shutdown in progress", false},
+	1158: {"network read error", false},
+	1159: {"network read timeout", false},
+	1160: {"network write error", false},
+	1161: {"network write timeout", false},
+	4031: {"disconnected by the server for inactivity", false},
 }
 
 // classify is the adapter's one error-mapping function: the errors above
@@ -325,18 +333,27 @@ func classify(op string, err error) error {
 	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &store.Error{Backend: "mysql", Op: op, Transient: transient(err), Err: err}
+	transient, rolledBack := kind(err)
+	return &store.Error{Backend: "mysql", Op: op, Transient: transient, RolledBack: rolledBack, Err: err}
 }
 
-func transient(err error) bool {
+// kind reports whether err is transient and, if it is, whether nothing of
+// the transaction persisted.
+func kind(err error) (transient, rolledBack bool) {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		_, ok := transientCodes[me.Number]
-		return ok
+		c, ok := transientCodes[me.Number]
+		return ok, ok && c.rolledBack
+	}
+	// database/sql's contract: a driver returns ErrBadConn only when the
+	// server cannot have run the statement; a failed dial sent nothing.
+	var oe *net.OpError
+	if errors.Is(err, driver.ErrBadConn) || (errors.As(err, &oe) && oe.Op == "dial") {
+		return true, true
 	}
 	var ne net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.As(err, &ne)
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.EOF) || errors.As(err, &ne), false
 }
 
 // rolledBack reports a deadlock or lock wait timeout: the statement (or

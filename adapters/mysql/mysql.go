@@ -1,5 +1,5 @@
 // Package mysql is the MySQL / MariaDB backend of the Ductus runtime, on
-// github.com/go-sql-driver/mysql through database/sql. It runs on MySQL 8.0+
+// github.com/go-sql-driver/mysql through database/sql. It runs on MySQL 8.0.4+
 // and MariaDB 10.6+ with InnoDB and writes only SQL both accept: no
 // RETURNING, no partial or functional indexes, no LISTEN/NOTIFY.
 //
@@ -25,20 +25,24 @@
 //     candidate scan over the head_due index, then SELECT ... FOR UPDATE
 //     SKIP LOCKED by primary key on the chosen actors with the eligibility
 //     checked again under the lock, so no lock ever spans an index range.
-//   - Fencing is the first statement of a take or commit: an UPDATE of the
-//     actor row matching only while owner, generation and an unexpired
-//     lease hold. Its row lock lasts until COMMIT, so nobody claims the
-//     actor in between; its count (CLIENT_FOUND_ROWS: matched, not changed,
-//     rows) guards every later statement, so a stale owner's batch writes
-//     nothing. A commit also requires its messages to be claimed by its
-//     generation, so a commit retried after it landed is refused.
+//   - Fencing opens a take or commit: a no-op UPDATE locks the actor row
+//     by primary key until COMMIT, so nobody claims the actor in between,
+//     then a query evaluates owner, generation and an unexpired lease under
+//     that lock into @ductus_ok, which guards every later statement, so a
+//     stale owner's batch writes nothing. (A query, not the UPDATE's row
+//     count: MariaDB runs a dead client's batch on, and ROW_COUNT() then
+//     reads -1; see turn.go.) A commit also requires its messages to be
+//     claimed by its generation, so a commit retried after it landed is
+//     refused.
 //   - Without RETURNING, results come from SELECTs in the same batch
 //     (LAST_INSERT_ID(), ROW_COUNT(), the rows just written) or, for a
 //     Tell, from the OK packets' insert IDs.
 //   - A deadlock or lock wait timeout in the adapter's own transaction
 //     never reached COMMIT, so the transaction runs again (a few times)
 //     before the error reaches the caller.
-//   - Cross-process wake-ups poll a small signal table (see Listen).
+//   - Cross-process wake-ups poll a small signal table (see Listen); the
+//     runtime's debounced work signals are written on their own, after
+//     the enqueue committed (Notify).
 //
 // Times are DATETIME(6) in UTC, computed by the server (NOW(6)); every
 // session's time_zone is '+00:00'.
@@ -116,6 +120,7 @@ type Backend struct {
 var (
 	_ store.Backend          = (*Backend)(nil)
 	_ store.Signaler         = (*Backend)(nil)
+	_ store.Notifier         = (*Backend)(nil)
 	_ store.Querier          = (*Backend)(nil)
 	_ store.EffectsByMessage = (*Backend)(nil)
 )

@@ -4,16 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
 
-// Signal rows: written in the same transaction as the enqueue
-// (MailboxEnqueueParams.Signal) or the commit (TurnCommitParams.SignalDone)
-// they announce, so a listener never sees a wake-up for work that did not
-// commit.
+// Signal rows are written where they cannot announce what did not commit:
+// in the same transaction as the enqueue (MailboxEnqueueParams.Signal: an
+// Ask that no local worker can take) or the commit
+// (TurnCommitParams.SignalDone: finished messages another process asked
+// for) they announce, or on their own after the work committed (Notify:
+// the runtime's debounced work signal for plain Tells, one row per burst
+// of enqueues instead of one row in each enqueue's transaction).
 const (
 	signalWork = 1
 	signalDone = 2
@@ -32,7 +36,7 @@ const (
 // Config.SignalPoll (default 25 ms) from the newest row at the time it
 // starts, calling fn once per poll that found signals. A wake-up from
 // another process therefore arrives within one poll interval plus a query
-// (about 13 ms on average at the default). It deletes rows older than a
+// (measured at the default: 14 ms mean, 26 ms p95; see the README). It deletes rows older than a
 // minute every 10 s, keeps polling through errors (backing off to 1 s),
 // and returns ctx.Err() when ctx ends.
 func (b *Backend) Listen(ctx context.Context, fn func(store.Signal)) error {
@@ -150,6 +154,35 @@ func (b *Backend) cleanSignals(ctx context.Context) error {
 		n, err := b.execCount(ctx, "delete old signals", `DELETE FROM ductus_signals WHERE created_at < NOW(6) - INTERVAL ? MICROSECOND
 			ORDER BY created_at LIMIT 10000`, store.Micros(signalRetention))
 		if err != nil || n < 10000 {
+			return err
+		}
+	}
+	return nil
+}
+
+// Notify implements store.Notifier: signal rows written on their own,
+// outside every transaction, once the work they announce has committed.
+// The runtime sends the work signals of plain Tells this way, debounced
+// (one row per burst of enqueues rather than one per enqueue, which would
+// have 16 concurrent callers each insert into this one table in their
+// commit), and keeps the in-transaction row for an Ask that no local
+// worker can take.
+func (b *Backend) Notify(ctx context.Context, s store.Signal) error {
+	if s.Work {
+		if _, err := b.execCount(ctx, "notify other processes", `INSERT INTO ductus_signals (kind, created_at) VALUES (1, NOW(6))`); err != nil {
+			return err
+		}
+	}
+	for _, c := range sqltx.Chunks(len(s.Done), 500) {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO ductus_signals (kind, message_id, created_at) VALUES `)
+		for i := c[0]; i < c[1]; i++ {
+			if i > c[0] {
+				q.WriteString(", ")
+			}
+			q.WriteString("(2, ?, NOW(6))")
+		}
+		if _, err := b.execCount(ctx, "notify other processes", q.String(), sqltx.Int64s(s.Done[c[0]:c[1]])...); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -52,16 +53,17 @@ func ParseVersion(raw string) (ServerVersion, error) {
 	return v, nil
 }
 
-// Supported reports whether the adapter runs on this server: MySQL 8.0+ or
-// MariaDB 10.6+ (FOR UPDATE SKIP LOCKED, window functions, READ COMMITTED
-// consistent reads inside INSERT ... SELECT).
+// Supported reports whether the adapter runs on this server: MySQL 8.0.4+
+// (FOR UPDATE SKIP LOCKED arrived in 8.0.1, JSON_TABLE in 8.0.4) or
+// MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE); both with window functions and
+// READ COMMITTED consistent reads inside INSERT ... SELECT.
 func (v ServerVersion) Supported() error {
-	minMajor, minMinor := 8, 0
+	least := []int{8, 0, 4}
 	if v.Flavor == FlavorMariaDB {
-		minMajor, minMinor = 10, 6
+		least = []int{10, 6, 0}
 	}
-	if v.Major < minMajor || (v.Major == minMajor && v.Minor < minMinor) {
-		return fmt.Errorf("mysql: the server is %s (%q), which is too old: Ductus needs MySQL 8.0 or later, or MariaDB 10.6 or later",
+	if slices.Compare([]int{v.Major, v.Minor, v.Patch}, least) < 0 {
+		return fmt.Errorf("mysql: the server is %s (%q), which is too old: Ductus needs MySQL 8.0.4 or later, or MariaDB 10.6 or later",
 			v, v.Raw)
 	}
 	return nil

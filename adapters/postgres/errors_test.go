@@ -3,12 +3,17 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"
@@ -108,12 +113,13 @@ func begin(t *testing.T, b *Backend, opts pgx.TxOptions) pgx.Tx {
 func TestClassify(t *testing.T) {
 	need(t)
 	cases := []struct {
-		name      string
-		transient bool
-		code      string
-		provoke   func(t *testing.T, b *Backend) error
+		name       string
+		transient  bool
+		rolledBack bool // the transaction certainly did not commit
+		code       string
+		provoke    func(t *testing.T, b *Backend) error
 	}{
-		{"deadlock", true, "40P01", func(t *testing.T, b *Backend) error {
+		{"deadlock", true, true, "40P01", func(t *testing.T, b *Backend) error {
 			ctx := ctxT(t)
 			tx1, tx2 := begin(t, b, pgx.TxOptions{}), begin(t, b, pgx.TxOptions{})
 			if _, err := tx1.Exec(ctx, `UPDATE scratch SET v = 1 WHERE id = 1`); err != nil {
@@ -143,7 +149,7 @@ func TestClassify(t *testing.T) {
 			}
 			return failure
 		}},
-		{"serialization failure", true, "40001", func(t *testing.T, b *Backend) error {
+		{"serialization failure", true, true, "40001", func(t *testing.T, b *Backend) error {
 			ctx := ctxT(t)
 			tx := begin(t, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 			var v int
@@ -156,7 +162,7 @@ func TestClassify(t *testing.T) {
 			_, err := tx.Exec(ctx, `UPDATE scratch SET v = v + 1 WHERE id = 1`)
 			return err
 		}},
-		{"lock timeout", true, "55P03", func(t *testing.T, b *Backend) error {
+		{"lock timeout", true, true, "55P03", func(t *testing.T, b *Backend) error {
 			ctx := ctxT(t)
 			holder := begin(t, b, pgx.TxOptions{})
 			if _, err := holder.Exec(ctx, `SELECT 1 FROM scratch WHERE id = 1 FOR UPDATE`); err != nil {
@@ -169,7 +175,7 @@ func TestClassify(t *testing.T) {
 			_, err := tx.Exec(ctx, `UPDATE scratch SET v = 9 WHERE id = 1`)
 			return err
 		}},
-		{"statement timeout", true, "57014", func(t *testing.T, b *Backend) error {
+		{"statement timeout", true, true, "57014", func(t *testing.T, b *Backend) error {
 			tx := begin(t, b, pgx.TxOptions{})
 			if _, err := tx.Exec(ctxT(t), `SET LOCAL statement_timeout = '20ms'`); err != nil {
 				t.Fatal(err)
@@ -177,12 +183,12 @@ func TestClassify(t *testing.T) {
 			_, err := tx.Exec(ctxT(t), `SELECT pg_sleep(2)`)
 			return err
 		}},
-		{"read-only server", true, "25006", func(t *testing.T, b *Backend) error {
+		{"read-only server", true, true, "25006", func(t *testing.T, b *Backend) error {
 			tx := begin(t, b, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 			_, err := tx.Exec(ctxT(t), `UPDATE scratch SET v = 3 WHERE id = 1`)
 			return err
 		}},
-		{"backend terminated", true, "57P01", func(t *testing.T, b *Backend) error {
+		{"backend terminated", true, false, "57P01", func(t *testing.T, b *Backend) error {
 			ctx := ctxT(t)
 			conn, err := b.Pool().Acquire(ctx)
 			if err != nil {
@@ -200,15 +206,15 @@ func TestClassify(t *testing.T) {
 			_, err = conn.Exec(ctx, `SELECT 1`)
 			return err
 		}},
-		{"connection refused", true, "", func(t *testing.T, b *Backend) error {
+		{"connection refused", true, true, "", func(t *testing.T, b *Backend) error {
 			_, err := pgx.Connect(ctxT(t), "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2")
 			return err
 		}},
-		{"unique violation", false, "23505", func(t *testing.T, b *Backend) error {
+		{"unique violation", false, false, "23505", func(t *testing.T, b *Backend) error {
 			_, err := b.Pool().Exec(ctxT(t), `INSERT INTO scratch VALUES (1, 0)`)
 			return err
 		}},
-		{"syntax error", false, "42601", func(t *testing.T, b *Backend) error {
+		{"syntax error", false, false, "42601", func(t *testing.T, b *Backend) error {
 			_, err := b.Pool().Exec(ctxT(t), `SELEKT 1`)
 			return err
 		}},
@@ -231,10 +237,65 @@ func TestClassify(t *testing.T) {
 			if store.IsTransient(err) != c.transient {
 				t.Fatalf("IsTransient = %v, want %v (%v)", store.IsTransient(err), c.transient, err)
 			}
+			if store.IsRolledBack(err) != c.rolledBack {
+				t.Fatalf("IsRolledBack = %v, want %v (%v)", store.IsRolledBack(err), c.rolledBack, err)
+			}
 			if !strings.Contains(err.Error(), "provoke: "+c.name) {
 				t.Fatalf("the message does not name the statement: %v", err)
 			}
 		})
+	}
+}
+
+// timeoutish has a Timeout method but is no network error.
+type timeoutish struct{}
+
+func (timeoutish) Error() string { return "the widget timed out waiting for EOF" }
+func (timeoutish) Timeout() bool { return true }
+
+// TestClassifyTyped checks the errors below the protocol by their types,
+// not their text: a lost connection is transient with an unknown outcome,
+// a failed dial is transient and sent nothing, and an error that merely
+// mentions EOF or has a Timeout method is permanent.
+func TestClassifyTyped(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	cases := []struct {
+		name                  string
+		err                   error
+		transient, rolledBack bool
+	}{
+		{"unexpected EOF", fmt.Errorf("failed to receive message: %w", io.ErrUnexpectedEOF), true, false},
+		{"EOF", fmt.Errorf("receive message: %w", io.EOF), true, false},
+		{"connection reset", reset, true, false},
+		{"broken pipe", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}, true, false},
+		{"closed socket", fmt.Errorf("read: %w", net.ErrClosed), true, false},
+		{"conn closed after sending", fmt.Errorf("batch: %w", pgconn.ErrConnClosed), true, false},
+		{"bare ECONNRESET", fmt.Errorf("read: %w", syscall.ECONNRESET), true, false},
+		{"dial refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true, true},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true, false},
+		{"connection failure class", &pgconn.PgError{Code: "08006"}, true, false},
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, true, true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true, true},
+		{"stale cached plan", &pgconn.PgError{Code: "0A000", Message: "cached plan must not change result type"}, true, true},
+		{"other feature", &pgconn.PgError{Code: "0A000", Message: "something else"}, false, false},
+		{"text mentioning EOF", errors.New("unexpected EOF in the JSON argument"), false, false},
+		{"a Timeout method", timeoutish{}, false, false},
+		{"plain", errors.New("boom"), false, false},
+	}
+	for _, c := range cases {
+		err := classify("op", c.err)
+		if store.IsTransient(err) != c.transient || store.IsRolledBack(err) != c.rolledBack {
+			t.Errorf("%s: transient %v rolled back %v, want %v %v (%v)", c.name,
+				store.IsTransient(err), store.IsRolledBack(err), c.transient, c.rolledBack, err)
+		}
+		if !errors.Is(err, c.err) {
+			t.Errorf("%s: the cause is not wrapped: %v", c.name, err)
+		}
+	}
+	for _, e := range []error{context.Canceled, fmt.Errorf("x: %w", context.DeadlineExceeded)} {
+		if got := classify("op", e); got != e {
+			t.Errorf("a context error was wrapped: %v", got)
+		}
 	}
 }
 
@@ -307,6 +368,9 @@ func TestKilledCommitChangesNothing(t *testing.T) {
 	err = <-done
 	if err == nil || !store.IsTransient(err) {
 		t.Fatalf("a commit whose connection was cut: %v, want a transient error", err)
+	}
+	if store.IsRolledBack(err) {
+		t.Fatalf("a commit whose connection was cut is reported as certainly rolled back: %v", err)
 	}
 	if err := blocker.Rollback(ctx); err != nil {
 		t.Fatal(err)

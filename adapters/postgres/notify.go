@@ -12,21 +12,24 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-// Cross-process wake-ups. Writers NOTIFY inside their own transaction
-// (pg_notify, pipelined before the implicit commit), so a signal is
-// delivered only if the transaction commits, and never before its rows are
-// visible. The payload is "w" for new work (MailboxEnqueueParams.Signal)
-// or "d:<id>,<id>,..." for finished messages someone asked for
+// Cross-process wake-ups. A signal is never delivered before the rows it
+// announces are visible: writers NOTIFY inside their own transaction
+// (pg_notify, pipelined before the implicit commit), delivered only if it
+// commits, or on their own once the work has committed (Notify). The
+// payload is "w" for new work (MailboxEnqueueParams.Signal, Notify) or
+// "d:<id>,<id>,..." for finished messages someone asked for
 // (TurnCommitParams.SignalDone).
 //
 // NOTIFY is kept off the hot commit path: a transaction that notifies
 // takes PostgreSQL's global notification-queue lock at commit and holds it
 // until its commit record is flushed, which serialises every notifying
 // commit of the cluster behind one another's fsync. So the adapter sends
-// nothing unless asked: the runtime sets Signal only when no local worker
-// is free to take the work, and SignalDone only for messages an Ask in
-// another process is waiting for. Identical notifications of one
-// transaction are folded into one by the server.
+// nothing unless asked: the runtime sets Signal only for an Ask that no
+// local worker can take, SignalDone only for messages an Ask in another
+// process is waiting for, and sends every other work signal through
+// Notify, debounced (one per burst of enqueues), when no local worker can
+// take the work or another process holds the actor's lease. Identical
+// notifications of one transaction are folded into one by the server.
 //
 // Each Backend keeps one listening connection, opened when the first
 // Listen starts and shared by every Listen of the backend. When it breaks

@@ -43,8 +43,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"regexp"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -394,7 +397,9 @@ const (
 // shutting down or restarting, lost or refused connections, a read-only
 // server after a failover, and a cached plan invalidated by a concurrent
 // migration (pgx re-prepares it on the next try). Everything else is
-// permanent. Either way the error names the statement's purpose.
+// permanent. Either way the error names the statement's purpose, and a
+// transient error says whether the transaction certainly rolled back
+// (store.Error.RolledBack).
 func classify(op string, err error) error {
 	if err == nil {
 		return nil
@@ -403,58 +408,62 @@ func classify(op string, err error) error {
 	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &store.Error{Backend: "postgres", Op: op, Transient: transient(err), Err: err}
+	transient, rolledBack := kind(err)
+	return &store.Error{Backend: "postgres", Op: op, Transient: transient, RolledBack: rolledBack, Err: err}
 }
 
-func transient(err error) bool {
+// kind reports whether err is transient and, if it is, whether nothing of
+// the transaction persisted.
+func kind(err error) (transient, rolledBack bool) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
+		// The server refused a statement, or the connection, and said so:
+		// a pipelined transaction is aborted at its first error, so its
+		// COMMIT (explicit or the implicit one at Sync) never takes effect.
 		case "40001", // serialization_failure
 			"40P01", // deadlock_detected
 			"55P03", // lock_not_available (lock_timeout, NOWAIT)
 			"57014", // query_canceled (statement_timeout)
-			"57P01", // admin_shutdown (also pg_terminate_backend)
-			"57P02", // crash_shutdown
+			"25006", // read_only_sql_transaction (a standby after failover)
 			"57P03", // cannot_connect_now
-			"53300", // too_many_connections
-			"25006": // read_only_sql_transaction (a standby after failover)
-			return true
+			"53300": // too_many_connections
+			return true, true
+		// The backend was terminated (pg_terminate_backend, a shutdown):
+		// it may have died after its commit was durable and before the
+		// answer was sent.
+		case "57P01", // admin_shutdown
+			"57P02": // crash_shutdown
+			return true, false
 		case "0A000": // feature_not_supported: only the stale cached plan is worth a retry
-			return pe.Message == "cached plan must not change result type"
+			return pe.Message == "cached plan must not change result type", true
 		}
-		return len(pe.Code) == 5 && pe.Code[:2] == "08" // connection_exception class
+		if len(pe.Code) == 5 && pe.Code[:2] == "08" { // connection_exception class
+			return true, false
+		}
+		return false, false
 	}
 	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
+	if errors.As(err, &ce) || pgconn.SafeToRetry(err) {
+		return true, true // nothing was sent
 	}
-	// Errors below the protocol: a connection lost mid-statement (EOF,
-	// reset), a dial timeout, a pool closing a dead connection.
-	return pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnLost(err)
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true, true
+	}
+	// Below the protocol: a connection lost or timed out with the
+	// statements on the wire. Their outcome is unknown.
+	return pgconn.Timeout(err) || isConnLost(err), false
 }
 
+// isConnLost reports a connection that broke under a statement: the
+// socket failed (reset, broken pipe, a network timeout), the server closed
+// it mid-message (EOF), or pgx had already closed it after such a failure.
 func isConnLost(err error) bool {
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) {
-		return true
-	}
-	s := err.Error()
-	for _, sub := range []string{"conn closed", "unexpected EOF", "connection reset", "broken pipe", "EOF", "use of closed network connection"} {
-		if containsStr(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsStr(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // sqlState returns the SQLSTATE of a server error, or "".

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/runtime/wakeuptest"
 )
 
 // listenTo starts b.Listen and returns the channel of its signals.
@@ -155,4 +156,14 @@ func TestSchemaIsolation(t *testing.T) {
 	if info, _ := a.ActorGet(ctx, r); info.Unfinished != 2 {
 		t.Fatalf("a's actor has %d unfinished", info.Unfinished)
 	}
+}
+
+// TestWakeups runs the cross-process wake-up suite: processes with their
+// own pools on one schema, polling only every ten minutes.
+func TestWakeups(t *testing.T) {
+	need(t)
+	wakeuptest.Run(t, func(t *testing.T) func(t *testing.T) store.Backend {
+		schema := newSchema()
+		return func(t *testing.T) store.Backend { return openSchema(t, schema, nil) }
+	})
 }

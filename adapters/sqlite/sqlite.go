@@ -268,7 +268,10 @@ func (b *Backend) read(ctx context.Context, query string, args ...any) (*sql.Row
 
 // classify is the adapter's one error-mapping function: SQLITE_BUSY and
 // SQLITE_LOCKED (another writer holds the file past the busy timeout) are
-// transient; everything else is permanent.
+// transient; everything else is permanent. A transient failure always
+// rolled its transaction back (store.Error.RolledBack): the database is a
+// local file, so no answer is ever lost on the way, and a COMMIT that
+// fails is rolled back by the writer before the error is returned.
 func classify(op string, err error) error {
 	if err == nil {
 		return nil
@@ -285,7 +288,7 @@ func classify(op string, err error) error {
 			transient = true
 		}
 	}
-	return &store.Error{Backend: "sqlite", Op: op, Transient: transient, Err: err}
+	return &store.Error{Backend: "sqlite", Op: op, Transient: transient, RolledBack: transient, Err: err}
 }
 
 // MigrationsApplied implements store.Migrator.

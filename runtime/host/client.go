@@ -54,8 +54,16 @@ func (h *Host) TellTx(ctx context.Context, tx store.Tx, batch []actor.Envelope) 
 }
 
 // Notify wakes workers for actors whose messages a caller transaction
-// committed (the pks TellTx returned).
+// committed (the pks TellTx returned), and other processes where this one
+// cannot take the work. Call it after the commit: TellTx sends no wake-up
+// itself, so no process looks for rows that are not yet visible.
 func (h *Host) Notify(pks []int64) {
+	if len(pks) == 0 {
+		return
+	}
+	if h.othersMustTake() {
+		h.signalSoon()
+	}
 	for _, pk := range pks {
 		h.workArrived(pk)
 	}
@@ -88,18 +96,25 @@ func (h *Host) tell(ctx context.Context, tx store.Tx, batch []actor.Envelope, as
 
 func (h *Host) enqueue(ctx context.Context, tx store.Tx, msgs []store.NewMessage) ([]store.EnqueueResult, error) {
 	p := &store.MailboxEnqueueParams{Messages: msgs, MailboxCap: h.cfg.Limits.MailboxMessages, SystemAllowance: h.cfg.SystemAllowance}
-	if h.cfg.NoWorkers || len(h.free) == 0 {
-		// Another process must take the work. An Ask signals in its own
-		// commit (someone is waiting); anything else through the debounced
-		// notifier, off the commit path, where the backend has one.
-		ask := false
-		for _, m := range msgs {
-			ask = ask || m.Ask
-		}
-		if _, ok := h.be.(store.Notifier); ok && !ask {
-			defer h.signalSoon()
-		} else {
+	ask, keyed := false, true
+	for _, m := range msgs {
+		ask = ask || m.Ask
+		keyed = keyed && m.IdempotencyKey != ""
+	}
+	// Other processes are woken here only when this one cannot take the
+	// work; otherwise its dispatcher claims the actor by key, and wakes
+	// them if another process holds the lease (claimAvailable). An Ask
+	// signals in its own commit (someone is waiting), as does everything
+	// where no notifier runs; a Tell through the debounced notifier once
+	// committed, off the commit path; TellTx not at all: the caller's
+	// Notify does, after the caller's commit.
+	notifyLater := false
+	if h.othersMustTake() {
+		switch {
+		case ask || !h.ntOn.Load():
 			p.Signal = true
+		case tx == nil:
+			notifyLater = true
 		}
 	}
 	var res []store.EnqueueResult
@@ -107,11 +122,17 @@ func (h *Host) enqueue(ctx context.Context, tx store.Tx, msgs []store.NewMessage
 	if tx != nil {
 		res, err = h.be.MailboxEnqueue(ctx, tx, p)
 	} else {
-		// Retrying is safe only where a lost commit cannot duplicate:
-		// messages without an idempotency key might be enqueued twice if a
-		// commit succeeded but its acknowledgement was lost, so only
-		// failures before the commit (busy, deadlock) are retried here.
-		err = store.Retry(ctx, 3, func() error {
+		// A transient failure is retried only where a second attempt
+		// cannot enqueue the messages twice: the first certainly rolled
+		// back, or every message carries an idempotency key. A connection
+		// lost with the commit on the wire may have committed, so a Tell
+		// without a key returns that (transient) error to its caller, who
+		// decides (an MLLP source answers AE and its sender resends).
+		retry := store.IsRolledBack
+		if keyed {
+			retry = store.IsTransient
+		}
+		err = store.RetryWhen(ctx, 3, retry, func() error {
 			res, err = h.be.MailboxEnqueue(ctx, nil, p)
 			return err
 		})
@@ -120,6 +141,9 @@ func (h *Host) enqueue(ctx context.Context, tx store.Tx, msgs []store.NewMessage
 		h.met.storeErrors.WithLabelValues("enqueue").Inc()
 		return nil, err
 	}
+	if notifyLater {
+		h.signalSoon()
+	}
 	for i, r := range res {
 		if !r.Duplicate {
 			h.met.enqueued.WithLabelValues(msgs[i].Ref.Type).Inc()
@@ -127,6 +151,10 @@ func (h *Host) enqueue(ctx context.Context, tx store.Tx, msgs []store.NewMessage
 	}
 	return res, nil
 }
+
+// othersMustTake reports that work enqueued now is for other processes:
+// this one runs no workers or has none free.
+func (h *Host) othersMustTake() bool { return h.cfg.NoWorkers || len(h.free) == 0 }
 
 // prepare validates and authorizes a batch before anything is written.
 func (h *Host) prepare(ctx context.Context, batch []actor.Envelope, ask bool) ([]store.NewMessage, error) {

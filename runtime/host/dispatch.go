@@ -145,12 +145,44 @@ func (h *Host) claimAvailable(ctx context.Context) error {
 			h.startActivation(l)
 		}
 		if p.PKs != nil {
+			if len(leases) < len(p.PKs) {
+				h.hintsMissed(p.PKs, leases)
+			}
 			continue // hints done: now the general scan
 		}
 		if len(leases) < free {
 			return nil
 		}
 	}
+}
+
+// hintsMissed wakes other processes when actors this process enqueued to
+// could not be claimed here: most often another process holds the lease
+// (an activation cached there, idle for up to IdleTimeout), and it would
+// otherwise find the message only at its next poll. The signal is
+// debounced and sent after the enqueue committed. (An actor with no due
+// work left, already taken by another process, costs a signal nobody
+// needed.)
+func (h *Host) hintsMissed(pks []int64, got []store.Lease) {
+	claimed := make(map[int64]bool, len(got))
+	for _, l := range got {
+		claimed[l.ActorPK] = true
+	}
+	for _, pk := range pks {
+		if !claimed[pk] && !h.cache.has(pk) {
+			h.signalSoon()
+			return
+		}
+	}
+}
+
+// has reports whether an actor is cached here (its lease is this
+// process's own).
+func (c *cache) has(pk int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.byPK[pk]
+	return ok && !a.lost
 }
 
 func (h *Host) startActivation(l store.Lease) {

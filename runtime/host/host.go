@@ -41,6 +41,7 @@ type Host struct {
 	fxWake  chan struct{}      // effect worker
 	ntWake  chan struct{}      // the debounced cross-process notifier
 	ntWant  atomic.Bool        // a work signal is owed to other processes
+	ntOn    atomic.Bool        // the notifier loop runs (signalSoon is heard)
 	sendWk  chan struct{}      // outbox worker
 	bcWake  chan struct{}      // broadcast tailer
 	subs    *subscriptions     // in-process observable subscribers
@@ -138,6 +139,7 @@ func (h *Host) Start(ctx context.Context) error {
 		h.loop("signals", func(ctx context.Context) { h.listen(ctx, sig) })
 	}
 	if n, ok := h.be.(store.Notifier); ok {
+		h.ntOn.Store(true)
 		h.loop("notifier", func(ctx context.Context) { h.notifyLoop(ctx, n) })
 	}
 	if !h.cfg.NoWorkers {
@@ -329,6 +331,7 @@ func (c *dbClock) now() time.Time {
 }
 
 // signalSoon asks the notifier to tell other processes there is new work.
+// Call it only after the work committed.
 func (h *Host) signalSoon() {
 	h.ntWant.Store(true)
 	h.poke(h.ntWake)
@@ -338,6 +341,7 @@ func (h *Host) signalSoon() {
 // the number of enqueues in it: a burst of commits costs one notification,
 // and no commit waits for one.
 func (h *Host) notifyLoop(ctx context.Context, n store.Notifier) {
+	defer h.ntOn.Store(false) // later enqueues signal in their own commits
 	const window = 2 * time.Millisecond
 	for {
 		select {
