@@ -142,39 +142,68 @@ func TestScenarios(t *testing.T) {
 	scenariotest.Run(t, open)
 }
 
+// crashWorkerApp is the application_name of the crash test's worker
+// processes, so the connection cutter picks their backends and never the
+// test's own.
+const crashWorkerApp = "ductus-crash-worker"
+
 // openCrash opens a crash test's backend, in the test and in its worker
 // processes, from "<schema>|<dsn>".
 func openCrash(ctx context.Context, dsn string) (store.Backend, error) {
 	schema, dsn, _ := strings.Cut(dsn, "|")
-	return Open(ctx, Config{DSN: dsn, Schema: schema, MaxConns: 8})
+	var adjust func(*pgxpool.Config)
+	if os.Getenv("DUCTUS_CRASHTEST_WORKER") == "1" {
+		adjust = func(c *pgxpool.Config) { c.ConnConfig.RuntimeParams["application_name"] = crashWorkerApp }
+	}
+	return Open(ctx, Config{DSN: dsn, Schema: schema, MaxConns: 8, Pool: adjust})
 }
 
-// cutConnections is the crash tests' Postgres chaos: every 150ms it
-// terminates one backend of the runtime that is running a statement or
-// sits inside a transaction (most often a pipelined commit).
-func cutConnections(t *testing.T, cuts *atomic.Int64) func(ctx context.Context, pids func() []int) {
-	return func(ctx context.Context, pids func() []int) {
-		conn, err := pgx.Connect(ctx, testDSN)
-		if err != nil {
+// cutter is the crash tests' Postgres chaos: every 150ms it terminates one
+// backend of a worker process that is running a statement or sits inside
+// a transaction, preferring one whose transaction has written (holds a
+// transaction ID: most often a pipelined commit).
+type cutter struct {
+	cuts, midTx atomic.Int64 // backends cut; of them, inside a writing transaction
+}
+
+func (c *cutter) run(ctx context.Context, _ func() []int) {
+	conn, err := pgx.Connect(ctx, testDSN)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	tick := time.NewTicker(150 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case <-tick.C:
 		}
-		defer conn.Close(context.Background())
-		tick := time.NewTicker(150 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				t.Logf("cut %d worker connections mid-statement", cuts.Load())
-				return
-			case <-tick.C:
+		var cut, writing bool
+		err := conn.QueryRow(ctx, `SELECT pg_terminate_backend(pid), backend_xid IS NOT NULL FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()
+				AND state IN ('active', 'idle in transaction')
+			ORDER BY backend_xid IS NOT NULL DESC, random() LIMIT 1`, crashWorkerApp).Scan(&cut, &writing)
+		if err == nil && cut {
+			c.cuts.Add(1)
+			if writing {
+				c.midTx.Add(1)
 			}
-			var n int64
-			_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM (
-				SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ductus'
-					AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')
-				ORDER BY random() LIMIT 1) x`).Scan(&n)
-			cuts.Add(n)
 		}
+	}
+}
+
+// check fails the test unless the cutter cut worker connections, at least
+// one of them inside a transaction that had written.
+func (c *cutter) check(t *testing.T) {
+	t.Helper()
+	t.Logf("cut %d worker connections mid-statement, %d of them inside a writing transaction", c.cuts.Load(), c.midTx.Load())
+	if c.cuts.Load() == 0 {
+		t.Fatal("no worker connection was cut")
+	}
+	if c.midTx.Load() == 0 {
+		t.Fatal("no worker connection was cut inside a writing transaction")
 	}
 }
 
@@ -186,17 +215,18 @@ func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test runs in full mode only")
 	}
-	var cuts atomic.Int64
-	crashtest.Run(t, crashtest.Config{DSN: "crash|" + testDSN, Open: openCrash, Chaos: cutConnections(t, &cuts)})
+	var c cutter
+	crashtest.Run(t, crashtest.Config{DSN: "crash|" + testDSN, Open: openCrash, Chaos: c.run})
+	c.check(t)
 }
 
-// TestCrashEffects SIGKILLs workers (and cuts their connections) while
-// their ordered effects post to an external record.
+// TestCrashEffects SIGKILLs workers while their ordered effects post to
+// an external record. (crashtest.RunEffects runs no Chaos, so no
+// connections are cut here; TestCrash cuts them.)
 func TestCrashEffects(t *testing.T) {
 	need(t)
 	if testing.Short() {
 		t.Skip("the crash test runs in full mode only")
 	}
-	var cuts atomic.Int64
-	crashtest.RunEffects(t, crashtest.Config{DSN: "crash_effects|" + testDSN, Open: openCrash, Chaos: cutConnections(t, &cuts)})
+	crashtest.RunEffects(t, crashtest.Config{DSN: "crash_effects|" + testDSN, Open: openCrash})
 }
