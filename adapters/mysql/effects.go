@@ -45,7 +45,13 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 	scan := newBatch("claim effects: find candidates")
 	scan.query(scanInts(&candFx), `SELECT id FROM ductus_effects WHERE state = 'pending' AND ordered = 0 AND due_at <= NOW(6)
 		AND name IN (`+sqltx.List(len(names))+`) ORDER BY due_at LIMIT ?`, append(append([]any{}, names...), p.Limit)...)
-	scan.query(scanInts(&candLanes), `SELECT actor_pk FROM ductus_lanes WHERE kind = 'effect' AND due_at <= NOW(6) ORDER BY due_at LIMIT ?`, p.Limit)
+	// Only lanes whose head this process has a handler for (or that have
+	// no head left, to settle them): a process without the handler must not
+	// hold a lane, nor spend its claim's limit on it.
+	scan.query(scanInts(&candLanes), `SELECT l.actor_pk FROM ductus_lanes l WHERE l.kind = 'effect' AND l.due_at <= NOW(6)
+		AND COALESCE((SELECT e.name FROM ductus_effects e WHERE e.actor_pk = l.actor_pk AND e.state = 'pending' AND e.ordered = 1
+			ORDER BY e.id LIMIT 1) IN (`+sqltx.List(len(names))+`), TRUE)
+		ORDER BY l.due_at LIMIT ?`, append(append([]any{}, names...), p.Limit)...)
 	if err := b.read(ctx, scan); err != nil || len(candFx)+len(candLanes) == 0 {
 		return nil, err
 	}
@@ -201,7 +207,10 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 			}
 		}
 		if len(outcomes) > 0 {
-			ep := &store.MailboxEnqueueParams{Messages: outcomes, MailboxCap: p.MailboxCap, SystemAllowance: p.SystemAllowance, SkipFull: true}
+			// No mailbox cap: the effect is finished in this transaction, so
+			// its outcome must be written whatever the mailbox holds (see
+			// store.EffectFinishParams).
+			ep := &store.MailboxEnqueueParams{Messages: outcomes}
 			if err := store.ValidateEnqueue(ep); err != nil {
 				return err
 			}
@@ -248,6 +257,13 @@ func (b *Backend) EffectRetry(ctx context.Context, id int64) (bool, error) {
 		return s.commit(ctx, w)
 	})
 	return ok, err
+}
+
+// EffectDiscard implements store.Backend. A dead effect holds no lane
+// (its lane moved past it when it died), so deleting it settles nothing.
+func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
+	n, err := b.execCount(ctx, "discard an effect", `DELETE FROM ductus_effects WHERE id = ? AND state = 'dead'`, id)
+	return n > 0, err
 }
 
 const effectInfoColumns = `e.id, e.uuid, a.type, a.id, e.name, e.args, e.ordered, e.state, e.attempts, e.result, e.error,

@@ -141,9 +141,8 @@ func (b *Backend) ReminderFire(ctx context.Context, p *store.ReminderFireParams)
 			if f.Next.IsZero() {
 				w.exec(`DELETE FROM ductus_reminders WHERE id = ?`, f.ID)
 			} else {
-				next := f.Next.UTC()
 				w.exec(`UPDATE ductus_reminders SET occurrence = ?, next_at = ?, due_at = ?, lease_owner = NULL WHERE id = ?`,
-					f.Occurrence, next, next, f.ID)
+					f.Occurrence, f.Next.UTC(), f.DueAt().UTC(), f.ID)
 			}
 		}
 		wr.flush(w)
@@ -154,7 +153,7 @@ func (b *Backend) ReminderFire(ctx context.Context, p *store.ReminderFireParams)
 // ReminderList implements store.Backend.
 func (b *Backend) ReminderList(ctx context.Context, ref actor.Ref) ([]store.ReminderInfo, error) {
 	b.count(1)
-	rows, err := b.db.QueryContext(ctx, `SELECT r.id, r.name, r.message, r.args, r.schedule, r.next_at, r.occurrence
+	rows, err := b.db.QueryContext(ctx, `SELECT r.id, r.name, r.message, r.args, r.schedule, r.next_at, r.due_at, r.occurrence
 		FROM ductus_reminders r JOIN ductus_actors a ON a.pk = r.actor_pk WHERE a.type = ? AND a.id = ? ORDER BY r.name`, ref.Type, ref.ID)
 	if err != nil {
 		return nil, classify("list reminders", err)
@@ -164,7 +163,7 @@ func (b *Backend) ReminderList(ctx context.Context, ref actor.Ref) ([]store.Remi
 	for rows.Next() {
 		r := store.ReminderInfo{Ref: ref}
 		var args, sched string
-		if err := rows.Scan(&r.ID, &r.Name, &r.Message, &args, &sched, &r.NextAt, &r.Occurrence); err != nil {
+		if err := rows.Scan(&r.ID, &r.Name, &r.Message, &args, &sched, &r.NextAt, &r.DueAt, &r.Occurrence); err != nil {
 			return nil, classify("list reminders", err)
 		}
 		r.Args, r.Schedule = []byte(args), []byte(sched)

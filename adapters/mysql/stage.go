@@ -56,15 +56,17 @@ func stage(w *batch, p *store.TurnCommitParams) {
 		// name exists (rows of the actor change only under its lock). This
 		// takes no next-key lock, unlike INSERT ... ON DUPLICATE KEY UPDATE
 		// on a secondary unique key.
+		// next_at is the nominal time, due_at the jittered delivery.
 		next := `COALESCE(?, NOW(6) + INTERVAL ? MICROSECOND)`
+		due := next + ` + INTERVAL ? MICROSECOND`
 		at := nullTime(r.NextAt)
-		in := store.Micros(r.NextIn)
-		w.exec(`UPDATE ductus_reminders SET message = ?, args = ?, schedule = ?, next_at = `+next+`, due_at = `+next+`, lease_owner = NULL
-			WHERE actor_pk = ? AND name = ? AND `+guard, r.Message, string(r.Args), string(r.Schedule), at, in, at, in, pk, r.Name)
+		in, jit := store.Micros(r.NextIn), store.Micros(r.Jitter)
+		w.exec(`UPDATE ductus_reminders SET message = ?, args = ?, schedule = ?, next_at = `+next+`, due_at = `+due+`, lease_owner = NULL
+			WHERE actor_pk = ? AND name = ? AND `+guard, r.Message, string(r.Args), string(r.Schedule), at, in, at, in, jit, pk, r.Name)
 		w.exec(`INSERT INTO ductus_reminders (actor_pk, name, message, args, schedule, next_at, due_at)
-			SELECT ?, ?, ?, ?, ?, `+next+`, `+next+` FROM DUAL
+			SELECT ?, ?, ?, ?, ?, `+next+`, `+due+` FROM DUAL
 			WHERE `+guard+` AND NOT EXISTS (SELECT 1 FROM ductus_reminders x WHERE x.actor_pk = ? AND x.name = ?)`,
-			pk, r.Name, r.Message, string(r.Args), string(r.Schedule), at, in, at, in, pk, r.Name)
+			pk, r.Name, r.Message, string(r.Args), string(r.Schedule), at, in, at, in, jit, pk, r.Name)
 	}
 	if len(p.Broadcasts) > 0 {
 		args := make([]any, 0, 4*len(p.Broadcasts))

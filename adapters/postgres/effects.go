@@ -32,6 +32,18 @@ FROM ductus_actors a WHERE e.id = ANY (ARRAY (SELECT id FROM c)) AND a.pk = e.ac
 )
 UPDATE ductus_lanes l SET due_at = now() + $1::bigint` + us + ` WHERE l.kind = $3 AND l.actor_pk = ANY (ARRAY (SELECT actor_pk FROM c))
 RETURNING l.actor_pk`
+	// sqlClaimEffectLanes is sqlClaimLanes for effect lanes whose head
+	// this process has a handler for (or that have no head left, to settle
+	// them): a process without the handler must not hold a lane, nor spend
+	// its claim's limit on it.
+	sqlClaimEffectLanes = `WITH c AS (
+    SELECT l.actor_pk FROM ductus_lanes l WHERE l.kind = 'effect' AND l.due_at <= now()
+        AND COALESCE((SELECT e.name FROM ductus_effects e WHERE e.actor_pk = l.actor_pk AND e.state = 'pending' AND e.ordered
+            ORDER BY e.id LIMIT 1) = ANY($3::text[]), true)
+    ORDER BY l.due_at LIMIT $2 FOR NO KEY UPDATE OF l SKIP LOCKED
+)
+UPDATE ductus_lanes l SET due_at = now() + $1::bigint` + us + ` WHERE l.kind = 'effect' AND l.actor_pk = ANY (ARRAY (SELECT actor_pk FROM c))
+RETURNING l.actor_pk`
 	// sqlClaimRuns takes, per claimed lane, the head and the following
 	// ordered effects while each can run here (a handler exists) and is
 	// due: the run stops at the first that cannot.
@@ -88,7 +100,7 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 		var pk int64
 		lanes = append(lanes, pk)
 		return rows.Scan(&lanes[len(lanes)-1])
-	}, sqlClaimLanes, ttl, p.Limit, "effect")
+	}, sqlClaimEffectLanes, ttl, p.Limit, p.Names)
 	if err := bt.run(ctx, b.pool); err != nil {
 		return nil, err
 	}
@@ -178,7 +190,11 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 		slices.Sort(lanes)
 		bt = batch{}
 		if len(outcomes) > 0 {
-			ep := &store.MailboxEnqueueParams{Messages: outcomes, MailboxCap: p.MailboxCap, SystemAllowance: p.SystemAllowance, SkipFull: true}
+			// No mailbox cap: the effect is finished in this transaction, so
+			// its outcome must be written whatever the mailbox holds (see
+			// store.EffectFinishParams). SkipFull, which nothing can trip
+			// without a cap, keeps the one-statement form.
+			ep := &store.MailboxEnqueueParams{Messages: outcomes, SkipFull: true}
 			if err := b.enqueueWith(ctx, t, &bt, ep); err != nil {
 				return err
 			}
@@ -212,6 +228,16 @@ func (b *Backend) EffectRetry(ctx context.Context, id int64) (bool, error) {
 		return t.commitWith(ctx, &bt)
 	})
 	return ok, err
+}
+
+// EffectDiscard implements store.Backend. A dead effect holds no lane
+// (its lane moved past it when it died), so deleting it settles nothing.
+func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
+	tag, err := b.pool.Exec(ctx, `DELETE FROM ductus_effects WHERE id = $1 AND state = 'dead'`, id)
+	if err != nil {
+		return false, classify("discard an effect", err)
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 const effectInfoColumns = `e.id, e.uuid, a.type, a.id, e.name, e.args, e.ordered, e.state, e.attempts, e.result, e.error,

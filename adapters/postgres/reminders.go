@@ -23,7 +23,7 @@ RETURNING r.id, r.actor_pk, a.type, a.id, r.name, r.message, r.args, r.schedule,
 	sqlLockReminders = `SELECT id, occurrence FROM ductus_reminders WHERE id = ANY($1::bigint[]) AND lease_owner = $2 ORDER BY id FOR UPDATE`
 	sqlReminderFull  = `UPDATE ductus_reminders SET lease_owner = NULL, due_at = now() + interval '1 second' WHERE id = $1`
 	sqlReminderDone  = `DELETE FROM ductus_reminders WHERE id = $1`
-	sqlReminderNext  = `UPDATE ductus_reminders SET occurrence = $2, next_at = $3, due_at = $3, lease_owner = NULL WHERE id = $1`
+	sqlReminderNext  = `UPDATE ductus_reminders SET occurrence = $2, next_at = $3, due_at = $4, lease_owner = NULL WHERE id = $1`
 )
 
 // ReminderClaim implements store.Backend (one round trip): due reminders
@@ -114,7 +114,7 @@ func (b *Backend) ReminderFire(ctx context.Context, p *store.ReminderFireParams)
 			case f.Next.IsZero():
 				after.exec("fire reminders: delete a finished reminder", sqlReminderDone, f.ID)
 			default:
-				after.exec("fire reminders: advance", sqlReminderNext, f.ID, f.Occurrence, f.Next)
+				after.exec("fire reminders: advance", sqlReminderNext, f.ID, f.Occurrence, f.Next, f.DueAt())
 			}
 			occurrence[f.ID] = f.Occurrence
 		}
@@ -129,7 +129,7 @@ func (b *Backend) ReminderList(ctx context.Context, ref actor.Ref) ([]store.Remi
 	if !storable(ref) {
 		return nil, nil
 	}
-	rows, err := b.pool.Query(ctx, `SELECT r.id, r.name, r.message, r.args, r.schedule, r.next_at, r.occurrence
+	rows, err := b.pool.Query(ctx, `SELECT r.id, r.name, r.message, r.args, r.schedule, r.next_at, r.due_at, r.occurrence
 		FROM ductus_reminders r JOIN ductus_actors a ON a.pk = r.actor_pk WHERE a.type = $1 AND a.id = $2 ORDER BY r.name`, ref.Type, ref.ID)
 	if err != nil {
 		return nil, classify("list reminders", err)
@@ -138,7 +138,7 @@ func (b *Backend) ReminderList(ctx context.Context, ref actor.Ref) ([]store.Remi
 	var out []store.ReminderInfo
 	for rows.Next() {
 		r := store.ReminderInfo{Ref: ref}
-		if err := rows.Scan(&r.ID, &r.Name, &r.Message, &r.Args, &r.Schedule, &r.NextAt, &r.Occurrence); err != nil {
+		if err := rows.Scan(&r.ID, &r.Name, &r.Message, &r.Args, &r.Schedule, &r.NextAt, &r.DueAt, &r.Occurrence); err != nil {
 			return nil, classify("list reminders", err)
 		}
 		out = append(out, r)

@@ -24,8 +24,8 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::bigint[]) WITH O
 ORDER BY u.ord`
 	sqlCancelReminders = `DELETE FROM ductus_reminders WHERE actor_pk = $1 AND name = ANY($2::text[])`
 	sqlSetReminders    = `INSERT INTO ductus_reminders (actor_pk, name, message, args, schedule, next_at, due_at)
-SELECT $1, u.name, u.msg, u.args, u.sched, COALESCE(u.at, now() + u.inn` + us + `), COALESCE(u.at, now() + u.inn` + us + `)
-FROM unnest($2::text[], $3::text[], $4::json[], $5::json[], $6::timestamptz[], $7::bigint[]) AS u(name, msg, args, sched, at, inn)
+SELECT $1, u.name, u.msg, u.args, u.sched, COALESCE(u.at, now() + u.inn` + us + `), COALESCE(u.at, now() + u.inn` + us + `) + u.jit` + us + `
+FROM unnest($2::text[], $3::text[], $4::json[], $5::json[], $6::timestamptz[], $7::bigint[], $8::bigint[]) AS u(name, msg, args, sched, at, inn, jit)
 ON CONFLICT (actor_pk, name) DO UPDATE SET message = excluded.message, args = excluded.args, schedule = excluded.schedule,
     next_at = excluded.next_at, due_at = excluded.due_at, lease_owner = NULL`
 	sqlStageBroadcasts = `INSERT INTO ductus_broadcasts (actor_pk, name, value, state_version, created_at)
@@ -79,7 +79,7 @@ func stage(bt *batch, p *store.TurnCommitParams) {
 		var cancel, names, msgs []string
 		var args, scheds [][]byte
 		var at []pgtype.Timestamptz
-		var in []int64
+		var in, jit []int64
 		for i, r := range p.Reminders {
 			if last[r.Name] != i {
 				continue
@@ -90,13 +90,13 @@ func stage(bt *batch, p *store.TurnCommitParams) {
 			}
 			names, msgs = append(names, r.Name), append(msgs, r.Message)
 			args, scheds = append(args, r.Args), append(scheds, r.Schedule)
-			at, in = append(at, timestamptz(r.NextAt)), append(in, store.Micros(r.NextIn))
+			at, in, jit = append(at, timestamptz(r.NextAt)), append(in, store.Micros(r.NextIn)), append(jit, store.Micros(r.Jitter))
 		}
 		if len(cancel) > 0 {
 			bt.exec("commit: cancel reminders", sqlCancelReminders, pk, cancel)
 		}
 		if len(names) > 0 {
-			bt.exec("commit: set reminders", sqlSetReminders, pk, names, msgs, args, scheds, at, in)
+			bt.exec("commit: set reminders", sqlSetReminders, pk, names, msgs, args, scheds, at, in, jit)
 		}
 	}
 	if n := len(p.Broadcasts); n > 0 {

@@ -49,9 +49,14 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 		if ids, err = scanIDs(rows, ids); err != nil {
 			return classify(op, err)
 		}
+		// Only lanes whose head this process has a handler for (or that
+		// have no head left, to settle them): a process without the handler
+		// must not hold a lane, nor spend its claim's limit on it.
 		lanes, err := tx.QueryContext(ctx, `UPDATE ductus_lanes SET due_at = `+now+` + ?
-			WHERE kind = 'effect' AND actor_pk IN (SELECT actor_pk FROM ductus_lanes WHERE kind = 'effect' AND due_at <= `+now+`
-				ORDER BY due_at LIMIT ?) RETURNING actor_pk`, ttl, p.Limit)
+			WHERE kind = 'effect' AND actor_pk IN (SELECT l.actor_pk FROM ductus_lanes l WHERE l.kind = 'effect' AND l.due_at <= `+now+`
+				AND COALESCE((SELECT e.name FROM ductus_effects e WHERE e.actor_pk = l.actor_pk AND e.state = 'pending' AND e.ordered = 1
+					ORDER BY e.id LIMIT 1) IN (SELECT value FROM json_each(?)), 1)
+				ORDER BY l.due_at LIMIT ?) RETURNING actor_pk`, ttl, names, p.Limit)
 		if err != nil {
 			return classify(op, err)
 		}
@@ -174,8 +179,10 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 			}
 		}
 		if len(outcomes) > 0 {
-			if _, err := b.enqueue(ctx, tx, &store.MailboxEnqueueParams{Messages: outcomes, MailboxCap: p.MailboxCap,
-				SystemAllowance: p.SystemAllowance, SkipFull: true}); err != nil {
+			// No mailbox cap: the effect is finished in this transaction, so
+			// its outcome must be written whatever the mailbox holds (see
+			// store.EffectFinishParams).
+			if _, err := b.enqueue(ctx, tx, &store.MailboxEnqueueParams{Messages: outcomes}); err != nil {
 				return err
 			}
 		}
@@ -210,6 +217,21 @@ func (b *Backend) EffectRetry(ctx context.Context, id int64) (bool, error) {
 			return settleLane(ctx, tx, pk, "effect")
 		}
 		return nil
+	})
+	return ok, err
+}
+
+// EffectDiscard implements store.Backend.
+func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
+	var ok bool
+	err := b.write(ctx, nil, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM ductus_effects WHERE id = ? AND state = 'dead'`, id)
+		if err != nil {
+			return classify("discard an effect", err)
+		}
+		n, err := res.RowsAffected()
+		ok = n > 0
+		return classify("discard an effect", err)
 	})
 	return ok, err
 }

@@ -98,7 +98,7 @@ func (b *Backend) ReminderFire(ctx context.Context, p *store.ReminderFireParams)
 				_, err = tx.ExecContext(ctx, `DELETE FROM ductus_reminders WHERE id = ?`, f.ID)
 			} else {
 				_, err = tx.ExecContext(ctx, `UPDATE ductus_reminders SET occurrence = ?, next_at = ?, due_at = ?, lease_owner = NULL WHERE id = ?`,
-					f.Occurrence, f.Next.UnixMicro(), f.Next.UnixMicro(), f.ID)
+					f.Occurrence, f.Next.UnixMicro(), f.DueAt().UnixMicro(), f.ID)
 			}
 			if err != nil {
 				return classify(op, err)
@@ -110,7 +110,7 @@ func (b *Backend) ReminderFire(ctx context.Context, p *store.ReminderFireParams)
 
 // ReminderList implements store.Backend.
 func (b *Backend) ReminderList(ctx context.Context, ref actor.Ref) ([]store.ReminderInfo, error) {
-	rows, err := b.r.QueryContext(ctx, `SELECT r.id, r.name, r.message, r.args, r.schedule, r.next_at, r.occurrence
+	rows, err := b.r.QueryContext(ctx, `SELECT r.id, r.name, r.message, r.args, r.schedule, r.next_at, r.due_at, r.occurrence
 		FROM ductus_reminders r JOIN ductus_actors a ON a.pk = r.actor_pk WHERE a.type = ? AND a.id = ? ORDER BY r.name`, ref.Type, ref.ID)
 	if err != nil {
 		return nil, classify("list reminders", err)
@@ -120,12 +120,13 @@ func (b *Backend) ReminderList(ctx context.Context, ref actor.Ref) ([]store.Remi
 	for rows.Next() {
 		r := store.ReminderInfo{Ref: ref}
 		var args, sched string
-		var next int64
-		if err := rows.Scan(&r.ID, &r.Name, &r.Message, &args, &sched, &next, &r.Occurrence); err != nil {
+		var next, due int64
+		if err := rows.Scan(&r.ID, &r.Name, &r.Message, &args, &sched, &next, &due, &r.Occurrence); err != nil {
 			return nil, classify("list reminders", err)
 		}
 		r.Args, r.Schedule = []byte(args), []byte(sched)
 		r.NextAt = micros(sql.NullInt64{Int64: next, Valid: true})
+		r.DueAt = micros(sql.NullInt64{Int64: due, Valid: true})
 		out = append(out, r)
 	}
 	return out, classify("list reminders", rows.Err())

@@ -63,13 +63,14 @@ func (b *Backend) stage(ctx context.Context, tx *wtx, p *store.TurnCommitParams)
 			}
 			continue
 		}
+		// next_at is the nominal time, due_at the jittered delivery.
 		next := `COALESCE(?, ` + now + ` + ?)`
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ductus_reminders (actor_pk, name, message, args, schedule, next_at, due_at)
-			VALUES (?, ?, ?, ?, ?, `+next+`, `+next+`)
+			VALUES (?, ?, ?, ?, ?, `+next+`, `+next+` + ?)
 			ON CONFLICT (actor_pk, name) DO UPDATE SET message = excluded.message, args = excluded.args, schedule = excluded.schedule,
 				next_at = excluded.next_at, due_at = excluded.due_at, lease_owner = NULL`,
 			pk, r.Name, r.Message, string(r.Args), string(r.Schedule),
-			nullTime(r.NextAt), store.Micros(r.NextIn), nullTime(r.NextAt), store.Micros(r.NextIn)); err != nil {
+			nullTime(r.NextAt), store.Micros(r.NextIn), nullTime(r.NextAt), store.Micros(r.NextIn), store.Micros(r.Jitter)); err != nil {
 			return classify("commit: set a reminder", err)
 		}
 	}

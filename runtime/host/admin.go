@@ -11,12 +11,25 @@ import (
 
 // The operator API. Every call passes the administration policy with the
 // action's name (and, for one actor, its Ref) before it reads or changes
-// anything.
+// anything. A call that names a row by ID passes it first with what it
+// knows (the action), then, once the row is read, again with the row's
+// actor: a refusal there answers like a missing row, so what the policy
+// hides is not revealed by the difference between "forbidden" and "not
+// found".
 
 func isNotFound(err error) bool { return errors.Is(err, actor.ErrNotFound) }
 
 func (h *Host) admin(ctx context.Context, action string, ref actor.Ref) error {
 	return h.cfg.Policies.Authorize(ctx, actor.Request{Operation: actor.OpAdministration, Action: action, Ref: ref})
+}
+
+// adminRow authorizes action on the row of what (e.g. "dead letter 7") whose
+// actor is ref, once the row has been read.
+func (h *Host) adminRow(ctx context.Context, action string, ref actor.Ref, what string) error {
+	if h.admin(ctx, action, ref) != nil {
+		return fmt.Errorf("%w: %s", actor.ErrNotFound, what)
+	}
+	return nil
 }
 
 // DeadLetters pages dead-lettered messages of a type ("" = all), oldest
@@ -30,11 +43,15 @@ func (h *Host) DeadLetters(ctx context.Context, typ string, afterID int64, limit
 
 // DeadLetter reads one dead letter.
 func (h *Host) DeadLetter(ctx context.Context, id actor.MessageID) (*store.DeadLetter, error) {
+	const action = "dead_letter.read"
+	if err := h.admin(ctx, action, actor.Ref{}); err != nil {
+		return nil, err
+	}
 	d, err := h.be.DeadLetterGet(ctx, int64(id))
 	if err != nil {
 		return nil, err
 	}
-	if err := h.admin(ctx, "dead_letter.read", d.Ref); err != nil {
+	if err := h.adminRow(ctx, action, d.Ref, fmt.Sprintf("dead letter %d", id)); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -43,11 +60,15 @@ func (h *Host) DeadLetter(ctx context.Context, id actor.MessageID) (*store.DeadL
 // RetryDeadLetter enqueues a copy of a dead message at the tail of its
 // actor's mailbox (history is not rewritten) and returns the new message.
 func (h *Host) RetryDeadLetter(ctx context.Context, id actor.MessageID) (actor.MessageID, error) {
+	const action = "dead_letter.retry"
+	if err := h.admin(ctx, action, actor.Ref{}); err != nil {
+		return 0, err
+	}
 	d, err := h.be.DeadLetterGet(ctx, int64(id))
 	if err != nil {
 		return 0, err
 	}
-	if err := h.admin(ctx, "dead_letter.retry", d.Ref); err != nil {
+	if err := h.adminRow(ctx, action, d.Ref, fmt.Sprintf("dead letter %d", id)); err != nil {
 		return 0, err
 	}
 	if err := h.authorizeRetry(ctx, d.Ref, d.Name); err != nil {
@@ -61,8 +82,13 @@ func (h *Host) RetryDeadLetter(ctx context.Context, id actor.MessageID) (actor.M
 	return actor.MessageID(res.MessageID), nil
 }
 
-// DiscardDeadLetter removes a dead letter (the message row stays as history).
+// DiscardDeadLetter removes a dead letter (the message row stays as
+// history); false when there was none (or the policy hides it).
 func (h *Host) DiscardDeadLetter(ctx context.Context, id actor.MessageID) (bool, error) {
+	const action = "dead_letter.discard"
+	if err := h.admin(ctx, action, actor.Ref{}); err != nil {
+		return false, err
+	}
 	d, err := h.be.DeadLetterGet(ctx, int64(id))
 	if isNotFound(err) {
 		return false, nil
@@ -70,8 +96,8 @@ func (h *Host) DiscardDeadLetter(ctx context.Context, id actor.MessageID) (bool,
 	if err != nil {
 		return false, err
 	}
-	if err := h.admin(ctx, "dead_letter.discard", d.Ref); err != nil {
-		return false, err
+	if h.adminRow(ctx, action, d.Ref, "") != nil {
+		return false, nil
 	}
 	return h.be.DeadLetterDiscard(ctx, int64(id))
 }
@@ -142,13 +168,18 @@ func (h *Host) Effects(ctx context.Context, p store.EffectListParams) ([]store.E
 	return h.be.EffectList(ctx, &p)
 }
 
-// RetryEffect makes a dead effect pending again.
+// RetryEffect makes a dead effect pending again; false when the effect
+// is not dead.
 func (h *Host) RetryEffect(ctx context.Context, id int64) (bool, error) {
+	const action = "effect.retry"
+	if err := h.admin(ctx, action, actor.Ref{}); err != nil {
+		return false, err
+	}
 	e, err := h.be.EffectGet(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	if err := h.admin(ctx, "effect.retry", e.Ref); err != nil {
+	if err := h.adminRow(ctx, action, e.Ref, fmt.Sprintf("effect %d", id)); err != nil {
 		return false, err
 	}
 	ok, err := h.be.EffectRetry(ctx, id)
@@ -156,6 +187,26 @@ func (h *Host) RetryEffect(ctx context.Context, id int64) (bool, error) {
 		h.poke(h.fxWake)
 	}
 	return ok, err
+}
+
+// DiscardEffect deletes a dead effect (an operator gave up on it); false
+// when there was no dead effect of that ID (or the policy hides it).
+func (h *Host) DiscardEffect(ctx context.Context, id int64) (bool, error) {
+	const action = "effect.discard"
+	if err := h.admin(ctx, action, actor.Ref{}); err != nil {
+		return false, err
+	}
+	e, err := h.be.EffectGet(ctx, id)
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if h.adminRow(ctx, action, e.Ref, "") != nil {
+		return false, nil
+	}
+	return h.be.EffectDiscard(ctx, id)
 }
 
 // Reminders lists an actor's reminders.

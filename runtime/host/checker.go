@@ -72,15 +72,16 @@ func parseCron(s actor.Schedule) (cron.Schedule, error) {
 	return sched, nil
 }
 
-// nextOccurrence computes the occurrence after from (database time); zero
-// means the schedule has no further occurrence.
+// nextOccurrence computes the nominal occurrence after from (database
+// time): the schedule's own time, without jitter, so a chain of occurrences
+// keeps its phase however late each one was delivered. Zero means the
+// schedule has no further occurrence.
 func nextOccurrence(s actor.Schedule, from time.Time) (time.Time, error) {
-	var next time.Time
 	switch {
 	case !s.At.IsZero():
 		return time.Time{}, nil // one-shot: fired once
 	case s.Every > 0:
-		next = from.Add(s.Every)
+		return from.Add(s.Every), nil
 	case s.Cron != "":
 		sched, err := parseCron(s)
 		if err != nil {
@@ -92,19 +93,17 @@ func nextOccurrence(s actor.Schedule, from time.Time) (time.Time, error) {
 				return time.Time{}, err
 			}
 		}
-		next = sched.Next(from.In(loc))
-		if next.IsZero() {
-			return time.Time{}, nil
-		}
+		return sched.Next(from.In(loc)), nil // zero when the expression has no further time
 	}
-	return addJitter(next, s.Jitter), nil
+	return time.Time{}, nil
 }
 
-func addJitter(t time.Time, j time.Duration) time.Time {
+// jitter is one occurrence's delivery delay past its nominal time.
+func jitter(j time.Duration) time.Duration {
 	if j <= 0 {
-		return t
+		return 0
 	}
-	return t.Add(rand.N(j))
+	return rand.N(j)
 }
 
 // stage turns what a message's turn staged into the commit's rows.
@@ -125,17 +124,14 @@ func (h *Host) stage(p *store.TurnCommitParams, a *activation, m store.Message, 
 			continue
 		}
 		sched, _ := json.Marshal(r.Schedule)
-		rc := store.ReminderChange{Name: r.Name, Message: r.Message, Args: r.Args, Schedule: sched}
+		rc := store.ReminderChange{Name: r.Name, Message: r.Message, Args: r.Args, Schedule: sched, Jitter: jitter(r.Schedule.Jitter)}
 		switch s := r.Schedule; {
 		case !s.At.IsZero():
-			rc.NextAt = addJitter(s.At, s.Jitter)
+			rc.NextAt = s.At
 		case s.Every > 0 && !s.Start.IsZero():
-			rc.NextAt = addJitter(s.Start, s.Jitter)
+			rc.NextAt = s.Start
 		case s.Every > 0:
 			rc.NextIn = s.Every
-			if s.Jitter > 0 {
-				rc.NextIn += rand.N(s.Jitter)
-			}
 		default:
 			next, err := nextOccurrence(s, h.clock.now())
 			if err != nil || next.IsZero() {

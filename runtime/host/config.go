@@ -74,9 +74,14 @@ type Config struct {
 	// the longest effect Timeout plus 10s if that is longer). After a crash
 	// the claimed rows wait this long.
 	ClaimTTL time.Duration
-	// SystemAllowance is how far runtime deliveries (effect outcomes) may
-	// exceed a full mailbox (default 100).
+	// SystemAllowance is how far the runtime's own System messages may
+	// exceed a full mailbox (default 100). Effect outcome messages are
+	// never refused: their effect is finished in the same transaction.
 	SystemAllowance int
+	// CatchUpMax bounds a CatchUpAll reminder's replay after downtime: with
+	// more missed occurrences than this still to come, it fires once and
+	// skips past now like CatchUpLatest, and logs it (default 100).
+	CatchUpMax int
 	// Retention prunes finished history older than Keep; zero Keep (the
 	// default) keeps everything.
 	Retention Retention
@@ -170,6 +175,7 @@ func (c *Config) withDefaults() (Config, error) {
 	def(&cfg.Heartbeat, 5*time.Second)
 	def(&cfg.ProcessRetention, 24*time.Hour)
 	defInt(&cfg.SystemAllowance, 100)
+	defInt(&cfg.CatchUpMax, 100)
 	def(&cfg.Retention.Every, time.Minute)
 	defInt(&cfg.Retention.Batch, 1000)
 	if len(cfg.TypeRetry) > 0 {

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,6 +107,10 @@ const (
 	effectOrderedRun = 16
 	effectFlushCount = 50
 	effectFlushEvery = 20 * time.Millisecond
+	// effectClaimMargin is kept between an attempt's timeout and its
+	// claim's expiry, for recording the outcome (capped at half the room
+	// the configuration leaves, see claimLeft).
+	effectClaimMargin = 5 * time.Second
 )
 
 // effectLoop claims due effects and runs them: unordered ones each on its
@@ -147,6 +152,9 @@ func (h *Host) effectLoop(ctx context.Context) {
 			if limit <= 0 {
 				break
 			}
+			// The claim expires ClaimTTL after the database took it, which
+			// is after this moment: measuring from here errs on the safe side.
+			deadline := time.Now().Add(h.cfg.ClaimTTL)
 			fx, err := h.be.EffectClaim(ctx, &store.EffectClaimParams{Owner: h.id, TTL: h.cfg.ClaimTTL, Limit: min(limit, effectClaimLimit), Names: names, OrderedRun: effectOrderedRun})
 			if err != nil {
 				if ctx.Err() == nil {
@@ -161,7 +169,7 @@ func (h *Host) effectLoop(ctx context.Context) {
 				running.Add(1)
 				go func() {
 					defer func() { <-sem; running.Done() }()
-					h.runEffects(ctx, run, fl)
+					h.runEffects(ctx, run, fl, deadline)
 				}()
 			}
 			if len(fx) < min(limit, effectClaimLimit) {
@@ -193,9 +201,23 @@ func groupRuns(fx []store.Effect) [][]store.Effect {
 }
 
 // runEffects runs a unit in order, stopping at the first failure (the rest
-// of an ordered run is released untouched).
-func (h *Host) runEffects(ctx context.Context, run []store.Effect, fl *flusher) {
+// of an ordered run is released untouched). No attempt starts unless it can
+// finish, and its outcome be recorded, before the claim (which nothing
+// renews) could expire: an expired claim lets another process take the
+// effects over, and it would run them while this one still does, or send an
+// effect again after this one sent the next.
+func (h *Host) runEffects(ctx context.Context, run []store.Effect, fl *flusher, deadline time.Time) {
 	for i, e := range run {
+		if !h.claimLeft(e, deadline) {
+			if i == 0 {
+				h.log.Debug("an effect claim came back too close to its expiry; giving it back", "effect", e.Name, "id", e.UUID)
+			}
+			for _, rest := range run[i:] {
+				fl.add(store.EffectOutcome{ID: rest.ID, Attempt: rest.Attempt, Release: true})
+			}
+			fl.flushNow()
+			return
+		}
 		o := h.attemptEffect(ctx, e)
 		if o.Outcome != nil {
 			fl.mu.Lock()
@@ -212,6 +234,14 @@ func (h *Host) runEffects(ctx context.Context, run []store.Effect, fl *flusher) 
 		}
 		fl.add(o)
 	}
+}
+
+// claimLeft reports whether a claim expiring at deadline outlasts a whole
+// attempt of e plus a margin for recording its outcome.
+func (h *Host) claimLeft(e store.Effect, deadline time.Time) bool {
+	timeout := h.cfg.Effects[e.Name].timeout()
+	margin := min(effectClaimMargin, (h.cfg.ClaimTTL-timeout)/2)
+	return time.Until(deadline) >= timeout+margin
 }
 
 func (h *Host) attemptEffect(ctx context.Context, e store.Effect) store.EffectOutcome {
@@ -272,10 +302,12 @@ func (h *Host) outcomeMessage(e store.Effect, name string, body effectOutcomeMes
 }
 
 // flusher records effect outcomes in batches: at most effectFlushCount
-// outcomes or effectFlushEvery after the first, and at once before a
-// back-off starts, so the window in which a crash re-sends is small.
+// outcomes per transaction, every effectFlushEvery, and at once when that
+// many are waiting or before a back-off starts, so the window in which a
+// crash re-sends is small.
 type flusher struct {
 	h      *Host
+	every  time.Duration
 	mu     sync.Mutex
 	buf    []store.EffectOutcome
 	actors map[int64]int64 // effect ID -> actor pk, for outcome wake-ups
@@ -291,7 +323,7 @@ func (f *flusher) actorOf(effectID int64) (int64, bool) {
 }
 
 func newFlusher(h *Host) *flusher {
-	return &flusher{h: h, actors: map[int64]int64{}, kick: make(chan struct{}, 1)}
+	return &flusher{h: h, every: effectFlushEvery, actors: map[int64]int64{}, kick: make(chan struct{}, 1)}
 }
 
 func (f *flusher) add(o store.EffectOutcome) {
@@ -312,7 +344,7 @@ func (f *flusher) flushNow() {
 }
 
 func (f *flusher) run(ctx context.Context) {
-	t := time.NewTicker(effectFlushEvery)
+	t := time.NewTicker(f.every)
 	defer t.Stop()
 	for {
 		select {
@@ -326,18 +358,30 @@ func (f *flusher) run(ctx context.Context) {
 	}
 }
 
-// flush records the buffered outcomes. It is never cancelled (only
-// bounded in time): an outcome dropped half-way would leave its effect
-// claimed until the claim expires.
+// flush records the buffered outcomes, at most effectFlushCount per
+// transaction, until none is left. It is never cancelled (only bounded in
+// time): an outcome dropped half-way would leave its effect claimed until
+// the claim expires.
 func (f *flusher) flush() {
+	for f.flushBatch() {
+	}
+}
+
+// flushBatch records up to effectFlushCount outcomes and reports whether
+// it recorded any.
+func (f *flusher) flushBatch() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	f.mu.Lock()
-	batch := f.buf
-	f.buf = nil
+	n := min(len(f.buf), effectFlushCount)
+	batch := slices.Clone(f.buf[:n])
+	f.buf = f.buf[n:]
+	if len(f.buf) == 0 {
+		f.buf = nil // let the backing array go
+	}
 	f.mu.Unlock()
 	if len(batch) == 0 {
-		return
+		return false
 	}
 	h := f.h
 	p := &store.EffectFinishParams{Owner: h.id, Outcomes: batch, MailboxCap: h.cfg.Limits.MailboxMessages, SystemAllowance: h.cfg.SystemAllowance}
@@ -346,7 +390,10 @@ func (f *flusher) flush() {
 		// The claims expire and the effects run again: at least once.
 		h.met.storeErrors.WithLabelValues("effect_finish").Inc()
 		h.log.Error("recording effect outcomes failed; they will be retried after their claims expire", "outcomes", len(batch), "err", err)
-		return
+		for _, o := range batch {
+			f.actorOf(o.ID) // no outcome message was written: forget its actor
+		}
+		return true
 	}
 	for _, o := range batch {
 		if o.Outcome != nil {
@@ -356,4 +403,5 @@ func (f *flusher) flush() {
 		}
 	}
 	h.poke(h.fxWake) // the next ordered effects are claimable now
+	return true
 }

@@ -71,6 +71,14 @@ func outboxDef() *actor.Type[outbox] {
 			s.Emitted++
 			return s.Emitted, c.Emit("unordered", a)
 		}),
+		"emit_gated": actor.Message(func(c *actor.Context, s *outbox, a emitArgs) (int, error) {
+			s.Emitted++
+			return s.Emitted, c.Emit("gated", a, actor.OnSuccess("sent"))
+		}),
+		"note": actor.Message(func(c *actor.Context, s *outbox, n string) (any, error) {
+			s.Outcomes = append(s.Outcomes, "note "+n)
+			return nil, nil
+		}),
 		"emit_unknown": actor.Message(func(c *actor.Context, s *outbox, _ struct{}) (any, error) {
 			return nil, c.Emit("no_such_effect", nil)
 		}),

@@ -1,6 +1,7 @@
 package scenariotest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,6 +17,21 @@ type alarm struct {
 	Fired   int      `json:"fired"`
 	Got     []string `json:"got,omitempty"`
 	Forward string   `json:"forward,omitempty"`
+	// Dues are the ticks' TurnInfo.Due (Unix microseconds): the nominal
+	// time of each reminder occurrence.
+	Dues  []int64 `json:"dues,omitempty"`
+	Pings int     `json:"pings,omitempty"`
+}
+
+// scheduleArgs sets a reminder with every option the schedule has.
+type scheduleArgs struct {
+	Name     string        `json:"name"`
+	Every    time.Duration `json:"every,omitempty"`
+	Start    time.Time     `json:"start,omitzero"`
+	Jitter   time.Duration `json:"jitter,omitempty"`
+	CatchUp  string        `json:"catch_up,omitempty"`
+	Cron     string        `json:"cron,omitempty"`
+	TimeZone string        `json:"tz,omitempty"`
 }
 
 func alarmDef() *actor.Type[alarm] {
@@ -29,11 +45,21 @@ func alarmDef() *actor.Type[alarm] {
 		"cron": actor.Message(func(c *actor.Context, s *alarm, expr string) (any, error) {
 			return nil, c.Schedule("cron", actor.Cron(expr, "UTC"), "tick", nil)
 		}),
+		"schedule": actor.Message(func(c *actor.Context, s *alarm, a scheduleArgs) (any, error) {
+			sc := actor.Schedule{Every: a.Every, Start: a.Start, Jitter: a.Jitter, CatchUp: actor.CatchUp(a.CatchUp), Cron: a.Cron, TimeZone: a.TimeZone}
+			return nil, c.Schedule(a.Name, sc, "tick", map[string]string{"from": a.Name})
+		}),
 		"cancel": actor.Message(func(c *actor.Context, s *alarm, name string) (any, error) { return nil, c.CancelReminder(name) }),
 		"tick": actor.Message(func(c *actor.Context, s *alarm, a map[string]string) (int, error) {
 			s.Fired++
 			s.Got = append(s.Got, a["from"])
+			s.Dues = append(s.Dues, c.Info().Due.UnixMicro())
 			return s.Fired, nil
+		}),
+		// pingself keeps a send to itself in the outbox at all times.
+		"pingself": actor.Message(func(c *actor.Context, s *alarm, _ struct{}) (any, error) {
+			s.Pings++
+			return nil, c.SendTo(c.Ref(), "pingself", nil)
 		}),
 		"relay": actor.Message(func(c *actor.Context, s *alarm, a struct {
 			To []string `json:"to"`
@@ -113,18 +139,38 @@ func init() {
 			}
 		}
 		time.Sleep(time.Second)
-		for i := 0; i < 10; i++ {
-			if _, err := h2.Ask(ctx, aref(fmt.Sprintf("s%d", i)), "cancel", "tick"); err != nil {
+		// Stop both schedulers, then compare: every occurrence the reminder
+		// counted is exactly one mailbox row (a tick run, or one still
+		// waiting), and no nominal time was delivered twice.
+		for _, h := range []*host.Host{h1, h2} {
+			if err := h.Shutdown(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		// Every occurrence key appears once: the mailbox holds no two rows for
-		// one occurrence (the unique key would refuse them), and the count of
-		// ticks equals the reminder's occurrence counter.
 		for i := 0; i < 10; i++ {
-			a, _ := actor.AskAs[alarm](ctx, h1, aref(fmt.Sprintf("s%d", i)), "get", nil)
-			if a.Fired == 0 {
-				t.Fatalf("s%d never fired", i)
+			r := aref(fmt.Sprintf("s%d", i))
+			rs, err := be.ReminderList(ctx, r)
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("%s: reminders %+v, %v", r.ID, rs, err)
+			}
+			info, err := be.ActorGet(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a alarm
+			if err := json.Unmarshal(info.State, &a); err != nil {
+				t.Fatal(err)
+			}
+			if rs[0].Occurrence == 0 || int64(a.Fired+info.Unfinished) != rs[0].Occurrence {
+				t.Fatalf("%s: %d occurrences fired, but %d ticks ran and %d wait: want one mailbox row per occurrence",
+					r.ID, rs[0].Occurrence, a.Fired, info.Unfinished)
+			}
+			seen := map[int64]bool{}
+			for _, d := range a.Dues {
+				if seen[d] {
+					t.Fatalf("%s: the occurrence due at %s ran twice: %v", r.ID, time.UnixMicro(d).UTC(), a.Dues)
+				}
+				seen[d] = true
 			}
 		}
 	})
@@ -133,16 +179,69 @@ func init() {
 	scenario("DestroyedActorNotRecreatedByReminderOrSend", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, alarmRegistry())
 		ctx := ctxT(t)
-		if _, err := h.Ask(ctx, aref("doomed"), "every", 30); err != nil {
+		// Each doomed actor has a reminder due every 5ms and a send to
+		// itself always in its outbox; the destroys race both.
+		var doomed []actor.Ref
+		for i := 0; i < 8; i++ {
+			r := aref(fmt.Sprintf("doomed%d", i))
+			doomed = append(doomed, r)
+			if _, err := h.Ask(ctx, r, "every", 5); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Tell(ctx, r, "pingself", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 10*time.Second, "ticks and pings on every doomed actor", func() bool {
+			for _, r := range doomed {
+				a, err := actor.AskAs[alarm](ctx, h, r, "get", nil)
+				if err != nil || a.Fired == 0 || a.Pings < 2 {
+					return false
+				}
+			}
+			return true
+		})
+		var wg sync.WaitGroup
+		for _, r := range doomed {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := h.Destroy(ctx, r); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(300 * time.Millisecond) // the reminder, outbox and effect workers run several passes
+		for _, r := range doomed {
+			if a, err := be.ActorGet(ctx, r); !errors.Is(err, actor.ErrNotFound) {
+				t.Fatalf("%s came back after its destroy: %+v, %v", r.ID, a, err)
+			}
+		}
+		// A send to a destroyed actor addresses its identity: it reaches a
+		// fresh incarnation, never the destroyed one's state.
+		if _, err := h.Ask(ctx, aref("gone"), "every", 3_600_000); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-		if _, err := h.Destroy(ctx, aref("doomed")); err != nil {
+		if _, err := h.Ask(ctx, aref("gone"), "tick", map[string]string{"from": "before"}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
-		if _, err := be.ActorGet(ctx, aref("doomed")); !errors.Is(err, actor.ErrNotFound) {
-			t.Fatalf("the destroyed actor came back: %v", err)
+		if _, err := h.Destroy(ctx, aref("gone")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Ask(ctx, aref("src"), "relay", map[string]any{"to": []string{"gone"}, "n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the send to the destroyed actor", func() bool {
+			a, err := actor.AskAs[alarm](ctx, h, aref("gone"), "get", nil)
+			return err == nil && a.Fired > 0
+		})
+		a, _ := actor.AskAs[alarm](ctx, h, aref("gone"), "get", nil)
+		if a.Fired != 1 || a.Got[0] != "src#1" {
+			t.Fatalf("the send reached %+v, want a fresh incarnation with only that send", a)
+		}
+		if rs, _ := be.ReminderList(ctx, aref("gone")); len(rs) != 0 {
+			t.Fatalf("the fresh incarnation inherited reminders: %+v", rs)
 		}
 	})
 

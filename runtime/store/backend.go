@@ -83,6 +83,9 @@ type Effects interface {
 	EffectFinish(ctx context.Context, p *EffectFinishParams) error
 	// EffectRetry makes a dead effect pending again (an operator action).
 	EffectRetry(ctx context.Context, id int64) (bool, error)
+	// EffectDiscard deletes a dead effect (an operator action) and reports
+	// whether there was one; an effect in any other state is left alone.
+	EffectDiscard(ctx context.Context, id int64) (bool, error)
 	EffectList(ctx context.Context, p *EffectListParams) ([]EffectInfo, error)
 	EffectGet(ctx context.Context, id int64) (*EffectInfo, error)
 }

@@ -59,11 +59,18 @@ type EffectOutcome struct {
 }
 
 // EffectFinishParams records a batch of outcomes in one transaction.
+//
+// Outcome messages are enqueued whatever the actor's mailbox holds: each
+// stands for work already done outside (the effect is marked done or dead
+// in the same transaction), so refusing it would lose it. They are bounded
+// by the effects the actor staged, so the mailbox cannot grow without bound
+// from them. MailboxCap and SystemAllowance are therefore not applied to
+// them; they stay for callers built against the earlier contract.
 type EffectFinishParams struct {
 	Owner      string
 	Outcomes   []EffectOutcome
 	MailboxCap int
-	// SystemAllowance: outcome messages may exceed the cap by this much.
+	// SystemAllowance: kept for compatibility, see above.
 	SystemAllowance int
 }
 
@@ -131,9 +138,22 @@ type ReminderFire struct {
 	ID         int64
 	Occurrence int64 // the occurrence being fired (Reminder.Occurrence + 1)
 	Message    NewMessage
-	// Next is the following occurrence; zero means the reminder is done
-	// and is deleted.
+	// Next is the following occurrence's nominal time (the schedule's own
+	// time, kept as the reminder's next_at so jitter never accumulates);
+	// zero means the reminder is done and is deleted.
 	Next time.Time
+	// Due is when the following occurrence is delivered: Next plus its
+	// jitter. Zero means Next.
+	Due time.Time
+}
+
+// DueAt is when the following occurrence is delivered (Due, or Next when
+// Due is zero or earlier than Next).
+func (f ReminderFire) DueAt() time.Time {
+	if f.Due.Before(f.Next) {
+		return f.Next
+	}
+	return f.Due
 }
 
 // ReminderFireParams fires occurrences, each in the same transaction as its
@@ -147,13 +167,16 @@ type ReminderFireParams struct {
 
 // ReminderInfo is a reminder row for inspection.
 type ReminderInfo struct {
-	ID         int64
-	Ref        actor.Ref
-	Name       string
-	Message    string
-	Args       []byte
-	Schedule   []byte
-	NextAt     time.Time
+	ID       int64
+	Ref      actor.Ref
+	Name     string
+	Message  string
+	Args     []byte
+	Schedule []byte
+	NextAt   time.Time // the next occurrence's nominal time
+	// DueAt is when the scheduler next takes the reminder: NextAt plus the
+	// occurrence's jitter, or a claim's expiry while a scheduler holds it.
+	DueAt      time.Time
 	Occurrence int64
 }
 

@@ -160,6 +160,9 @@ type ReminderChange struct {
 	Schedule []byte        // the actor.Schedule, JSON
 	NextAt   time.Time     // first occurrence, absolute (cron and At)
 	NextIn   time.Duration // or: first occurrence at database now + NextIn (Every)
+	// Jitter delays the first occurrence's delivery (due_at) past its
+	// nominal time (next_at), which stays the schedule's own.
+	Jitter time.Duration
 }
 
 // NewBroadcast is an observable whose value the turn changed.

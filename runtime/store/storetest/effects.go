@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -170,6 +171,66 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		finish(t, b, owner, store.EffectOutcome{ID: fz[0].ID, Attempt: 1, Success: true, Outcome: &outZ})
 		if a, err := b.ActorGet(ctxT(t), ref("z")); err == nil {
 			t.Fatalf("an outcome recreated a destroyed actor: %+v", a)
+		}
+	},
+	"LaneClaimSkipsHeadsWithoutHandler": func(t *testing.T, b store.Backend) {
+		// x's lane is due first, but its head has no handler in this
+		// process: the claim must not take (or count) that lane.
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "elsewhere", Ordered: true})
+		stageEffects(t, b, ref("y"), store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true})
+		owner := newOwner()
+		fx, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 1, Names: []string{"fx"}, OrderedRun: 4})
+		if err != nil || len(fx) != 1 || fx[0].Ref != ref("y") {
+			t.Fatalf("claim with limit 1 = %+v, %v; want y's effect (x's head has no handler here)", fx, err)
+		}
+		// A process with the handler takes x's lane at once.
+		other, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Names: []string{"elsewhere"}, OrderedRun: 4})
+		if err != nil || len(other) != 1 || other[0].Ref != ref("x") {
+			t.Fatalf("claim by the process with the handler = %+v, %v", other, err)
+		}
+	},
+	"OutcomeIntoFullMailbox": func(t *testing.T, b store.Backend) {
+		// The effect finishes in the same transaction as its outcome
+		// message is written: a full mailbox must not drop the message.
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx", OnFailure: "failed"})
+		enqueueN(t, b, ref("x"), 2)
+		owner := newOwner()
+		fx := claimEffects(t, b, owner, 1)
+		if len(fx) != 1 {
+			t.Fatalf("claimed %+v", fx)
+		}
+		out := store.NewMessage{Ref: ref("x"), Name: "failed", Args: []byte(`{}`), MustExist: true, System: true}
+		err := b.EffectFinish(ctxT(t), &store.EffectFinishParams{Owner: owner, MailboxCap: 2, SystemAllowance: 0,
+			Outcomes: []store.EffectOutcome{{ID: fx[0].ID, Attempt: 1, Error: "gave up", Dead: true, Outcome: &out}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, _ := b.EffectGet(ctxT(t), fx[0].ID); e.State != store.EffectDead {
+			t.Fatalf("effect state %s, want dead", e.State)
+		}
+		if a := actorInfo(t, b, ref("x")); a.Unfinished != 3 {
+			t.Fatalf("%d unfinished messages, want 3 (two told, one outcome beyond the cap)", a.Unfinished)
+		}
+	},
+	"DiscardOnlyDead": func(t *testing.T, b store.Backend) {
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx"}, store.NewEffect{UUID: uuid(), Name: "fx"})
+		owner := newOwner()
+		fx := claimEffects(t, b, owner, 1)
+		if len(fx) != 2 {
+			t.Fatalf("claimed %+v", fx)
+		}
+		finish(t, b, owner, store.EffectOutcome{ID: fx[0].ID, Attempt: 1, Error: "no", Dead: true})
+		if ok, err := b.EffectDiscard(ctxT(t), fx[1].ID); ok || err != nil {
+			t.Fatalf("discarding a pending effect = %v, %v", ok, err)
+		}
+		if ok, err := b.EffectDiscard(ctxT(t), fx[0].ID); !ok || err != nil {
+			t.Fatalf("discarding the dead effect = %v, %v", ok, err)
+		}
+		if _, err := b.EffectGet(ctxT(t), fx[0].ID); !errors.Is(err, actor.ErrNotFound) {
+			t.Fatalf("the discarded effect: %v", err)
+		}
+		if ok, _ := b.EffectDiscard(ctxT(t), fx[0].ID); ok {
+			t.Fatal("discarded twice")
 		}
 	},
 }

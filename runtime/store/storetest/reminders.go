@@ -107,4 +107,34 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("a reminder recreated a destroyed actor: %+v", a)
 		}
 	},
+	"NominalNextAndJitteredDue": func(t *testing.T, b store.Backend) {
+		// next_at keeps the schedule's nominal time, due_at the jittered
+		// delivery: the staged first occurrence and every fire.
+		now, err := b.Now(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nominal := now.Add(-time.Hour).Truncate(time.Millisecond)
+		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "j", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`),
+			NextAt: nominal, Jitter: 90 * time.Second})
+		list, err := b.ReminderList(ctxT(t), ref("x"))
+		if err != nil || len(list) != 1 || !list[0].NextAt.Equal(nominal) || !list[0].DueAt.Equal(nominal.Add(90*time.Second)) {
+			t.Fatalf("staged reminder = %+v, %v; want next %s, due 90s later", list, err, nominal)
+		}
+		owner := newOwner()
+		rs := claimReminders(t, b, owner)
+		if len(rs) != 1 || !rs[0].NextAt.Equal(nominal) {
+			t.Fatalf("claimed %+v; want the nominal time %s", rs, nominal)
+		}
+		next := nominal.Add(2 * time.Hour)
+		fire := store.ReminderFire{ID: rs[0].ID, Occurrence: 1, Message: store.NewMessage{Ref: ref("x"), Name: "m", Args: []byte(`{}`)},
+			Next: next, Due: next.Add(3 * time.Minute)}
+		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+			t.Fatal(err)
+		}
+		list, err = b.ReminderList(ctxT(t), ref("x"))
+		if err != nil || len(list) != 1 || !list[0].NextAt.Equal(next) || !list[0].DueAt.Equal(next.Add(3*time.Minute)) {
+			t.Fatalf("fired reminder = %+v, %v; want next %s, due 3m later", list, err, next)
+		}
+	},
 }
