@@ -20,13 +20,19 @@ import (
 )
 
 // emitter stages one ordered effect per message: the effect records the
-// message's sequence number in an external system.
+// message's sequence number in an external system. It also runs a
+// reminder (schedule, tick) for the schedulers' crash test.
 type emitter struct {
 	Last int `json:"last"`
+	// Ticks are the nominal times (Unix microseconds) of the reminder
+	// occurrences that ran.
+	Ticks []int64 `json:"ticks,omitempty"`
 }
 
 type emitArgs struct {
 	Seq int `json:"seq"`
+	// DelayMS postpones the effect (emit_later).
+	DelayMS int `json:"delay_ms,omitempty"`
 }
 
 type recordArgs struct {
@@ -40,6 +46,18 @@ func emitterDefinition() *actor.Type[emitter] {
 			s.Last = a.Seq
 			return nil, c.Emit("record", recordArgs{Actor: c.Ref().ID, Seq: a.Seq})
 		}),
+		"emit_later": actor.Message(func(c *actor.Context, s *emitter, a emitArgs) (any, error) {
+			s.Last = a.Seq
+			return nil, c.Emit("record", recordArgs{Actor: c.Ref().ID, Seq: a.Seq}, actor.EffectDelay(time.Duration(a.DelayMS)*time.Millisecond))
+		}),
+		"touch": actor.Message(func(c *actor.Context, s *emitter, _ struct{}) (any, error) { return nil, nil }),
+		"schedule": actor.Message(func(c *actor.Context, s *emitter, everyMS int) (any, error) {
+			return nil, c.Schedule("tick", actor.Every(time.Duration(everyMS)*time.Millisecond), "tick", nil)
+		}),
+		"tick": actor.Message(func(c *actor.Context, s *emitter, _ json.RawMessage) (any, error) {
+			s.Ticks = append(s.Ticks, c.Info().Due.UnixMicro())
+			return nil, nil
+		}),
 	}}
 }
 
@@ -50,7 +68,8 @@ func recordEffect(url string) host.Effect {
 	client := &http.Client{Timeout: 2 * time.Second}
 	return host.Effect{Ordered: true, Timeout: 2 * time.Second, Backoff: host.RetryPolicy{Base: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		Handler: host.EffectFunc(func(ctx context.Context, ec host.EffectContext, a recordArgs) (any, error) {
-			body, _ := json.Marshal(map[string]any{"id": ec.ID, "actor": a.Actor, "seq": a.Seq})
+			body, _ := json.Marshal(recordDelivery{ID: ec.ID, Actor: a.Actor, Seq: a.Seq, Generation: ec.Generation,
+				ActorGeneration: ec.ActorGeneration, Stale: ec.Stale()})
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 			if err != nil {
 				return nil, err
@@ -79,6 +98,11 @@ type recordDelivery struct {
 	ID    string `json:"id"`
 	Actor string `json:"actor"`
 	Seq   int    `json:"seq"`
+	// What the handler saw: the generation that staged the effect, the
+	// actor's generation when it was claimed, and Stale.
+	Generation      int64 `json:"gen"`
+	ActorGeneration int64 `json:"actor_gen"`
+	Stale           bool  `json:"stale"`
 }
 
 func (r *record) ServeHTTP(w http.ResponseWriter, req *http.Request) {
