@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/engine"
@@ -71,7 +74,44 @@ func runProject(ctx context.Context, proj *config.Project, log *slog.Logger) err
 		return err
 	}
 	defer e.Close()
+	stop := restartOnHangup(ctx, e, log)
+	defer stop()
 	return e.Run(ctx)
+}
+
+// restartOnHangup restarts the interfaces stopped after repeated runaway
+// scripts when the process gets SIGHUP: their scripts are read from disk
+// again (fix the script, then `kill -HUP <pid>`), their sources accept
+// messages again and their waiting messages are delivered.
+func restartOnHangup(ctx context.Context, e *engine.Engine, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			names, err := e.RestartStopped(ctx)
+			switch {
+			case err != nil:
+				log.Error("SIGHUP: restarting stopped interfaces failed (they stay stopped)", "restarted", names, "err", err)
+			case len(names) == 0:
+				log.Info("SIGHUP: no interface is stopped")
+			default:
+				log.Info("SIGHUP: restarted stopped interfaces", "interfaces", names)
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
 }
 
 func validateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -87,7 +87,7 @@ func TestExampleProject(t *testing.T) {
 	if e.Retry != (Retry{Initial: 2 * time.Second, Max: 2 * time.Minute, MaxAttempts: 10}) || *e.RateLimit != (RateLimit{PerSecond: 50, Burst: 5}) {
 		t.Errorf("emr retry %+v rate %+v", e.Retry, e.RateLimit)
 	}
-	if *e.MLLP != (MLLPDestination{Connection: "emr", Host: "emr.example.org", Port: 6661, AckTimeout: 20 * time.Second, KeepAlive: true}) {
+	if *e.MLLP != (MLLPDestination{Connection: "emr", Host: "emr.example.org", Port: 6661, AckTimeout: 20 * time.Second, KeepAlive: true, Connections: 1}) {
 		t.Errorf("emr mllp = %+v", *e.MLLP)
 	}
 	if id := e.ActorID(7); id != "adt/emr/7" {
@@ -144,8 +144,45 @@ func TestExampleProject(t *testing.T) {
 		t.Errorf("census next run %s", next.UTC())
 	}
 
-	if len(p.Warnings) != 1 || p.Warnings[0].Field != "destinations.census_file.name" || !strings.Contains(p.Warnings[0].Message, "same file name") {
+	// census_file's name repeats within a day, as a schedule's file should:
+	// no warning (see TestRepeatingFileNameWarning).
+	if len(p.Warnings) != 0 {
 		t.Errorf("warnings = %v", p.Warnings)
+	}
+}
+
+// TestRepeatingFileNameWarning: a file name without {{.ID}} is a warning,
+// except for a schedule, whose one message per run makes it deliberate.
+func TestRepeatingFileNameWarning(t *testing.T) {
+	cases := []struct {
+		name, source string
+		warn         bool
+	}{
+		{"mllp source", "{ type: mllp, listen: \"127.0.0.1:0\" }", true},
+		{"file source", "{ type: file, path: inbox }", true},
+		{"schedule source", "{ type: schedule, cron: \"0 2 * * *\" }", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			format := "hl7v2"
+			if strings.Contains(c.source, "schedule") {
+				format = "json"
+			}
+			dir := writeProject(t, map[string]string{
+				"ductus.yaml": "",
+				"interfaces/a/interface.yaml": "format: " + format + "\nsource: " + c.source +
+					"\ndestinations:\n  out: { type: file, path: out, name: \"day-{{.Date}}.txt\" }\n",
+				"interfaces/a/transform.js": "function transform(m) { return m; }",
+			})
+			p, err := Load(dir, env(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := len(p.Warnings) == 1 && strings.Contains(p.Warnings[0].Message, "same file name")
+			if got != c.warn || (!c.warn && len(p.Warnings) != 0) {
+				t.Fatalf("warnings %v, want a repeating-name warning: %v", p.Warnings, c.warn)
+			}
+		})
 	}
 }
 
@@ -180,7 +217,7 @@ func TestDefaults(t *testing.T) {
 	d := in.Destination("emr")
 	want := Destination{Name: "emr", Interface: "adt", Type: DestMLLP, Transform: "transform", Format: FormatHL7v2,
 		Retry: Retry{Initial: time.Second, Max: time.Minute}, Line: 5,
-		MLLP: &MLLPDestination{Host: "emr.local", Port: 6661, AckTimeout: 30 * time.Second, KeepAlive: true}}
+		MLLP: &MLLPDestination{Host: "emr.local", Port: 6661, AckTimeout: 30 * time.Second, KeepAlive: true, Connections: 1}}
 	if !reflect.DeepEqual(*d, want) {
 		t.Errorf("destination =\n%+v\nwant\n%+v", *d, want)
 	}
@@ -334,6 +371,11 @@ func TestExpand(t *testing.T) {
 		{in: "${env:}", errs: []string{`bad substitution "${env:}"`}},
 		{in: "${A}", errs: []string{`bad substitution "${A}"`}},
 		{in: "x ${env:A", errs: []string{`unterminated "${env:A"`}},
+		{in: "${env:A:-9}", out: "1"},
+		{in: "${env:NOPE:-127.0.0.1}:${env:NOPE:-}", out: "127.0.0.1:"},
+		{in: "${env:EMPTY:-x}", out: ""},
+		{in: "${secret:S:-x}", errs: []string{"a secret has no default"}},
+		{in: "${env:-x}", errs: []string{`bad substitution "${env:-x}"`}},
 	}
 	for _, tc := range cases {
 		x := s.expand(tc.in)

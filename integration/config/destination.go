@@ -17,7 +17,7 @@ const (
 var destinationTypes = []string{string(DestMLLP), string(DestHTTP), string(DestFile), string(DestInterface)}
 
 var destinationKeys = map[string][]string{
-	"mllp":      {"connection", "host", "port", "ack_timeout", "keep_alive"},
+	"mllp":      {"connection", "host", "port", "ack_timeout", "keep_alive", "connections"},
 	"http":      {"connection", "url", "path", "method", "headers", "timeout"},
 	"file":      {"path", "name"},
 	"interface": {"interface"},
@@ -100,7 +100,9 @@ func readDestination(o *obj, name string, in *Interface, conns map[string]*Conne
 		} else {
 			fd = f
 		}
-		if warn != "" {
+		// A schedule stores one message per run, so a name without {{.ID}}
+		// is one file per period on purpose (a daily census): no warning.
+		if warn != "" && in.Source.Type != SourceSchedule {
 			info.warning, info.warningLine = warn, o.keyLine("name")
 		}
 		d.File = fd
@@ -162,6 +164,7 @@ func readMLLPDestination(o *obj, conns map[string]*Connection, haveResources boo
 	}
 	m.AckTimeout = o.duration("ack_timeout", m.AckTimeout, time.Millisecond)
 	m.KeepAlive = o.boolean("keep_alive", true)
+	m.Connections = o.integer("connections", 1, 1, MaxMLLPConnections)
 	return m
 }
 

@@ -378,7 +378,15 @@ type MLLPDestination struct {
 	// default); false opens a connection per message and closes it after
 	// the ACK, for receivers that handle one message per connection.
 	KeepAlive bool
+	// Connections is how many connections the destination's lanes share
+	// (default 1: many receivers take one connection per sender). Each
+	// lane still sends one message at a time, so its order is kept; more
+	// connections let lanes send at the same time.
+	Connections int
 }
+
+// MaxMLLPConnections bounds an MLLP destination's connections.
+const MaxMLLPConnections = 16
 
 // HTTPDestination sends an HTTP request per message.
 type HTTPDestination struct {

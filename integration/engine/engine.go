@@ -24,6 +24,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,8 @@ type ifaceRuntime struct {
 	cfg    *config.Interface
 	order  *format.KeyPath // nil without an ordering key
 	dedupe *format.KeyPath // nil without dedupe
+	// reportedStop: the stop after repeated runaways has been logged.
+	reportedStop atomic.Bool
 }
 
 // source is a running source of messages.
@@ -118,6 +121,7 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 	}
 	e.reg = prometheus.NewRegistry()
 	e.met = newMetrics(e.reg)
+	e.reg.MustRegister(stoppedCollector{e})
 	for _, in := range proj.Interfaces {
 		ir := &ifaceRuntime{cfg: in}
 		var err error
@@ -165,19 +169,27 @@ func (e *Engine) loadScripts(ctx context.Context) error {
 	}
 	e.scripts = sh
 	for _, in := range e.proj.Interfaces {
-		spec, err := script.ReadInterfaceDir(in.Name, in.Dir)
-		if err != nil {
+		if err := e.loadInterface(ctx, in); err != nil {
 			sh.Close()
-			return fmt.Errorf("engine: interface %s: %w", in.Name, err)
+			return err
 		}
-		spec.Timeout = in.Timeout
-		for _, d := range in.Destinations {
-			spec.Functions = append(spec.Functions, d.Transform)
-		}
-		if err := sh.Load(ctx, spec); err != nil {
-			sh.Close()
-			return fmt.Errorf("engine: %w", err)
-		}
+	}
+	return nil
+}
+
+// loadInterface reads an interface's scripts from its folder and loads
+// them into the script host (replacing, and so restarting, a loaded one).
+func (e *Engine) loadInterface(ctx context.Context, in *config.Interface) error {
+	spec, err := script.ReadInterfaceDir(in.Name, in.Dir)
+	if err != nil {
+		return fmt.Errorf("engine: interface %s: %w", in.Name, err)
+	}
+	spec.Timeout = in.Timeout
+	for _, d := range in.Destinations {
+		spec.Functions = append(spec.Functions, d.Transform)
+	}
+	if err := e.scripts.Load(ctx, spec); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductus/ductus/runtime/store"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/runtime/store"
 )
 
 func listFiles(t *testing.T, dir string) []string {
@@ -29,6 +29,7 @@ func listFiles(t *testing.T, dir string) []string {
 
 func TestFileSourceSplitsCSVAndHL7ToFiles(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be store.Backend) {
+		api := newReceiver(t)
 		proj := project(t, map[string]string{
 			"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
 			"interfaces/lab/interface.yaml": `
@@ -38,6 +39,7 @@ ordering_key: $.mrn
 partitions: 4
 destinations:
   out: { type: file, path: out/lab, name: "{{.Key}}/{{.ID}}.json", format: json }
+  copy: { type: http, url: "` + api.srv.URL + `", format: json }
 `,
 			"interfaces/lab/transform.js": `function transform(r, meta) { return { mrn: r.mrn, seq: Number(r.seq), test: r.test }; }`,
 			"interfaces/adt/interface.yaml": `
@@ -65,7 +67,9 @@ destinations:
 			_, err := os.Stat(filepath.Join(dir, "inbox/lab/done/results.csv"))
 			return err == nil
 		})
-		// Every key got all its records.
+		// Every key got all its records, stored in the file's order: file
+		// names are message IDs, which are time-ordered (UUIDv7), so in
+		// name order the seqs must rise.
 		for k := 0; k < 5; k++ {
 			var seqs []int
 			for _, p := range listFiles(t, filepath.Join(dir, "out/lab", fmt.Sprintf("m%d", k))) {
@@ -79,6 +83,21 @@ destinations:
 			if len(seqs) != 240 {
 				t.Fatalf("key m%d: %d records", k, len(seqs))
 			}
+			if !sort.IntsAreSorted(seqs) {
+				t.Fatalf("key m%d: records stored out of the file's order: %v", k, seqs)
+			}
+		}
+		// And delivered in that order, per key.
+		eventually(t, 60*time.Second, "1200 lab records posted", func() bool { return api.count() == 1200 })
+		last := map[string]int{}
+		for _, r := range decodeAll[struct {
+			MRN string
+			Seq int
+		}](t, api.bodies()) {
+			if prev, ok := last[r.MRN]; ok && r.Seq <= prev {
+				t.Fatalf("key %s: seq %d delivered after %d", r.MRN, r.Seq, prev)
+			}
+			last[r.MRN] = r.Seq
 		}
 		eventually(t, 10*time.Second, "the HL7 file archived", func() bool { return len(listFiles(t, filepath.Join(dir, "out/adt"))) == 1 })
 		got, _ := os.ReadFile(listFiles(t, filepath.Join(dir, "out/adt"))[0])

@@ -178,3 +178,6 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// hostEffect is the effect context a retried effect would get.
+func hostEffect() host.EffectContext { return host.EffectContext{ID: "test-effect", Attempt: 2} }

@@ -86,8 +86,12 @@ func (s *httpSource) handler(ir *ifaceRuntime) http.Handler {
 		stored, err := s.e.Intake(r.Context(), ir.cfg.Name, []Record{{Payload: body, Meta: map[string]any{"source": "http", "remote": r.RemoteAddr}}}, nil)
 		if err != nil {
 			s.e.log.Warn("http source: storing failed; answered 503", "interface", ir.cfg.Name, "err", err)
-			w.Header().Set("Retry-After", "5")
-			reply(w, http.StatusServiceUnavailable, httpAnswer{Status: "error", Error: "the message could not be stored; retry later"})
+			retry, text := "5", "the message could not be stored; retry later"
+			if errors.Is(err, ErrInterfaceStopped) {
+				retry, text = "30", "the interface is stopped after repeated script failures; retry later"
+			}
+			w.Header().Set("Retry-After", retry)
+			reply(w, http.StatusServiceUnavailable, httpAnswer{Status: "error", Error: text})
 			return
 		}
 		st := stored[0]

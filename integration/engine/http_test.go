@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductus/ductus/runtime/store"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/runtime/store"
 )
 
 func post(t *testing.T, url, body string) (int, httpAnswer) {

@@ -64,6 +64,10 @@ func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state 
 	if !ok {
 		return nil, fmt.Errorf("engine: unknown interface %q", iface)
 	}
+	if e.refuses(ir) {
+		e.met.intakeErrors.WithLabelValues(iface).Inc()
+		return nil, fmt.Errorf("%w: %w: %s", ErrStore, ErrInterfaceStopped, iface)
+	}
 	var out []Stored
 	var pks []int64
 	err := store.Retry(ctx, 5, func() error {

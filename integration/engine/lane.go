@@ -104,8 +104,9 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 	if err != nil {
 		if errors.Is(err, script.ErrInterfaceStopped) {
 			// Stopped after repeated runaways: the messages wait, pending,
-			// until the code is fixed and the engine restarted.
-			return msgstore.LaneResult{}, fmt.Errorf("interface %s is stopped after repeated runaway scripts: %w", ifaceName, err)
+			// until the interface is restarted (SIGHUP or a new process).
+			e.noteStopped(ir)
+			return msgstore.LaneResult{}, fmt.Errorf("interface %s is stopped after repeated runaway scripts (restart it with SIGHUP): %w", ifaceName, err)
 		}
 		return msgstore.LaneResult{}, err
 	}
@@ -127,6 +128,7 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 	case script.KindTransient:
 		return msgstore.LaneResult{}, fmt.Errorf("%w: %s", errTransient, res.Reason)
 	case script.KindRunaway:
+		e.noteStopped(ir) // the third in a row stops the interface
 		s.Held++
 		e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
 		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: "runaway script (" + res.Cause.String() + "): " + res.Reason}, nil

@@ -10,6 +10,7 @@ type metrics struct {
 	quarantined  *prometheus.CounterVec
 	sent         *prometheus.CounterVec
 	sendRetries  *prometheus.CounterVec
+	sendWaits    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,5 +27,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		quarantined:  vec("ductus_deliveries_quarantined_total", "Deliveries quarantined (transform, refusal, runaway).", "interface", "destination"),
 		sent:         vec("ductus_deliveries_sent_total", "Deliveries the destination confirmed.", "interface", "destination"),
 		sendRetries:  vec("ductus_delivery_retries_total", "Delivery attempts that failed transiently.", "interface", "destination"),
+		sendWaits:    vec("ductus_delivery_waits_total", "Delivery attempts that sent nothing because the destination was not free in time (rate limit, busy connections); tried again.", "interface", "destination"),
 	}
 }

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/config"
@@ -77,8 +79,12 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 		ACK:     func(string) ([]byte, error) { return build(hl7.Accepted, "") },
 	}}, nil)
 	if err != nil {
+		text := "the message could not be stored; send it again"
+		if errors.Is(err, ErrInterfaceStopped) {
+			text = "the interface is stopped after repeated script failures; send it again later"
+		}
 		s.e.log.Warn("mllp source: storing failed; answered AE", "interface", s.ir.cfg.Name, "control_id", msg.ControlID(), "err", err)
-		ack, berr := build(hl7.Errored, "the message could not be stored; send it again")
+		ack, berr := build(hl7.Errored, text)
 		if berr != nil {
 			return nil
 		}
@@ -95,29 +101,59 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 	return ack
 }
 
-// mllpSender keeps a connection to the destination and waits for each
-// message's ACK: AA (CA) is sent; AE (CE), a timeout or a broken connection
-// is retried; AR (CR) is a refusal, quarantined.
+// mllpSender keeps connections to the destination (one by default, or
+// the destination's connections) and waits for each message's ACK: AA (CA)
+// is sent; AE (CE), a timeout or a broken connection is retried; AR (CR)
+// is a refusal, quarantined. The destination's lanes share the
+// connections; a lane sends one message at a time, so its order holds on
+// whichever connection carries it.
 type mllpSender struct {
-	dest   *config.Destination
-	client *mllpnet.Client
+	dest    *config.Destination
+	clients []*mllpnet.Client
+	free    chan *mllpnet.Client
 }
 
 func (e *Engine) newMLLPSender(d *config.Destination) (sender, error) {
-	c, err := mllpnet.NewClient(mllpnet.ClientOptions{
-		Addr:          net.JoinHostPort(d.MLLP.Host, strconv.Itoa(d.MLLP.Port)),
-		AckTimeout:    d.MLLP.AckTimeout,
-		CloseAfterAck: !d.MLLP.KeepAlive,
-		Logger:        e.log.With("interface", d.Interface, "destination", d.Name),
-	})
-	if err != nil {
-		return nil, err
+	n := max(d.MLLP.Connections, 1)
+	m := &mllpSender{dest: d, free: make(chan *mllpnet.Client, n)}
+	for i := 0; i < n; i++ {
+		c, err := mllpnet.NewClient(mllpnet.ClientOptions{
+			Addr:          net.JoinHostPort(d.MLLP.Host, strconv.Itoa(d.MLLP.Port)),
+			AckTimeout:    d.MLLP.AckTimeout,
+			DialTimeout:   mllpDialTimeout,
+			CloseAfterAck: !d.MLLP.KeepAlive,
+			Logger:        e.log.With("interface", d.Interface, "destination", d.Name, "connection", i),
+		})
+		if err != nil {
+			m.close()
+			return nil, err
+		}
+		m.clients = append(m.clients, c)
+		m.free <- c
 	}
-	return &mllpSender{dest: d, client: c}, nil
+	return m, nil
 }
 
+// mllpDialTimeout bounds a connection attempt of an MLLP destination.
+const mllpDialTimeout = 5 * time.Second
+
 func (m *mllpSender) send(ctx context.Context, _ host.EffectContext, a sendArgs) error {
-	ack, err := m.client.Send(ctx, a.Output)
+	// Waiting for a free connection must not eat into the exchange: an ACK
+	// cut short by the attempt's deadline would drop a healthy connection
+	// and resend. Wait only while a whole exchange still fits.
+	wctx, cancel := waitContext(ctx, m.dest)
+	defer cancel()
+	var c *mllpnet.Client
+	select {
+	case c = <-m.free:
+	case <-wctx.Done():
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: all %d connection(s) to %s are busy", errWaiting, len(m.clients), m.addr())
+	}
+	defer func() { m.free <- c }()
+	ack, err := c.Send(ctx, a.Output)
 	switch mllpnet.OutcomeOf(ack, err) {
 	case mllpnet.Sent:
 		return nil
@@ -134,7 +170,13 @@ func (m *mllpSender) send(ctx context.Context, _ host.EffectContext, a sendArgs)
 	}
 }
 
-func (m *mllpSender) close() error { return m.client.Close() }
+func (m *mllpSender) close() error {
+	var errs []error
+	for _, c := range m.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
 
 func (m *mllpSender) addr() string {
 	return net.JoinHostPort(m.dest.MLLP.Host, strconv.Itoa(m.dest.MLLP.Port))

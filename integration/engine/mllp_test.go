@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/ductus/ductus/runtime/store"
 	"io"
 	"net"
 	"path/filepath"
@@ -14,8 +13,8 @@ import (
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/mllpnet"
 	"github.com/ductus/ductus/integration/msgstore"
-	"github.com/ductus/ductus/integration/tools/send"
 	"github.com/ductus/ductus/integration/tools/sink"
+	"github.com/ductus/ductus/runtime/store"
 )
 
 func adtProject(t *testing.T, listen, emr string) map[string]string {
@@ -227,5 +226,3 @@ func findByControlID(t *testing.T, e *Engine, id string) string {
 	})
 	return found
 }
-
-var _ = send.Options{}

@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"github.com/ductus/ductus/runtime/store"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/runtime/host"
+	"github.com/ductus/ductus/runtime/store"
 )
 
 func TestScheduleRunsStoreDueAndPrevious(t *testing.T) {
@@ -99,4 +100,45 @@ destinations:
 	if missed != 1 {
 		t.Fatalf("%d runs for the slots missed while the engine was down, want one (they collapse)", missed)
 	}
+}
+
+// A run is skipped while the previous run's message is still pending: a
+// destination that is down does not pile up a run per interval.
+func TestScheduleSkipsRunWhilePreviousPending(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be store.Backend) {
+		api := newReceiver(t)
+		api.fail.Store(http.StatusServiceUnavailable)
+		proj := project(t, map[string]string{
+			"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
+			"interfaces/tick/interface.yaml": `
+source: { type: schedule, every: 1s }
+destinations:
+  out: { type: http, url: "` + api.srv.URL + `", retry: { initial: 50ms, max: 200ms } }
+`,
+			"interfaces/tick/transform.js": `function transform(run) { return run; }`,
+		})
+		e := running(t, proj, be)
+		ctx := context.Background()
+		eventually(t, 10*time.Second, "the first run stored", func() bool {
+			msgs, _ := e.Store().List(ctx, "tick", "", 10)
+			return len(msgs) >= 1
+		})
+		time.Sleep(3500 * time.Millisecond) // three more intervals, the first run still pending
+		msgs, err := e.Store().List(ctx, "tick", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 1 {
+			t.Fatalf("%d runs stored while the first was pending, want 1 (the others skipped)", len(msgs))
+		}
+		api.fail.Store(0)
+		eventually(t, 15*time.Second, "runs again after the destination recovered", func() bool { return api.count() >= 3 })
+		var first struct{ Previous *time.Time }
+		if err := json.Unmarshal(api.bodies()[0], &first); err != nil {
+			t.Fatal(err)
+		}
+		if first.Previous != nil {
+			t.Fatalf("the first delivered run has a previous (%v): a skipped run was stored", first.Previous)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,15 +67,17 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 					if err := json.Unmarshal(raw, &a); err != nil {
 						return nil, actor.Permanent(fmt.Errorf("send arguments: %w", err))
 					}
-					if limiter != nil {
-						if err := limiter.Wait(ctx); err != nil {
-							return nil, err
-						}
+					err := waitForToken(ctx, limiter, dest)
+					if err == nil {
+						err = s.send(ctx, ec, a)
 					}
-					if err := s.send(ctx, ec, a); err != nil {
-						if actor.IsPermanent(err) {
+					if err != nil {
+						switch {
+						case actor.IsPermanent(err):
 							e.met.quarantined.WithLabelValues(dest.Interface, dest.Name).Inc()
-						} else {
+						case errors.Is(err, errWaiting):
+							e.met.sendWaits.WithLabelValues(dest.Interface, dest.Name).Inc()
+						default:
 							e.met.sendRetries.WithLabelValues(dest.Interface, dest.Name).Inc()
 						}
 						return nil, err
@@ -154,15 +157,67 @@ func (h *httpSender) send(ctx context.Context, ec host.EffectContext, a sendArgs
 
 func (h *httpSender) close() error { h.client.CloseIdleConnections(); return nil }
 
-// sendTimeout bounds one delivery attempt: the destination's own timeout
-// plus a margin for connecting and the rate limit's wait.
-func sendTimeout(d *config.Destination) time.Duration {
-	t := 30 * time.Second
+// errWaiting marks an attempt that sent nothing because the destination
+// was not free within the attempt (its rate limit, or every MLLP connection
+// busy): it is counted as waiting, not as a failed send, and tried again.
+var errWaiting = errors.New("waiting for the destination")
+
+// exchangeBudget is what one send needs of an attempt once it may start:
+// connecting and the destination's own timeout.
+func exchangeBudget(d *config.Destination) time.Duration {
 	switch {
-	case d.MLLP != nil && d.MLLP.AckTimeout > 0:
-		t = d.MLLP.AckTimeout
-	case d.HTTP != nil && d.HTTP.Timeout > 0:
-		t = d.HTTP.Timeout
+	case d.MLLP != nil:
+		return mllpDialTimeout + d.MLLP.AckTimeout
+	case d.HTTP != nil:
+		return d.HTTP.Timeout + time.Second // the client's timeout covers connecting
 	}
-	return t + 15*time.Second
+	return 5 * time.Second // a file write or a route's intake
+}
+
+// waitContext bounds waiting before a send so that a whole exchange still
+// fits in the attempt afterwards.
+func waitContext(ctx context.Context, d *config.Destination) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, dl.Add(-exchangeBudget(d)))
+}
+
+// waitForToken takes a token of the destination's rate limit, waiting for
+// it only while a whole exchange still fits in the attempt afterwards;
+// beyond that it gives the token back and reports errWaiting (a rate limit
+// is a queue, not a failure of the destination).
+func waitForToken(ctx context.Context, l *rate.Limiter, d *config.Destination) error {
+	if l == nil {
+		return nil
+	}
+	r := l.Reserve()
+	delay := r.Delay()
+	if delay == 0 {
+		return nil
+	}
+	wctx, cancel := waitContext(ctx, d)
+	defer cancel()
+	if dl, ok := wctx.Deadline(); ok && time.Now().Add(delay).After(dl) {
+		r.Cancel()
+		return fmt.Errorf("%w: the rate limit's next token is %v away", errWaiting, delay.Round(time.Millisecond))
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		r.Cancel()
+		return ctx.Err()
+	}
+}
+
+// sendTimeout bounds one delivery attempt: the exchange's budget (the
+// destination's own timeout, connecting and a margin) plus room to wait
+// for the rate limit or a free connection. It stays well under the
+// runtime's claim TTL (derived from the longest effect timeout).
+func sendTimeout(d *config.Destination) time.Duration {
+	return exchangeBudget(d) + 10*time.Second
 }

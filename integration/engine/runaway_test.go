@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// stoppedGauge reads ductus_interface_stopped for an interface.
+func stoppedGauge(t *testing.T, e *Engine, iface string) float64 {
+	t.Helper()
+	fams, err := e.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "ductus_interface_stopped" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelOf(m, "interface") == iface {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no ductus_interface_stopped for %s", iface)
+	return 0
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// A runaway script is stopped and its message quarantined; three in a row
+// stop the interface, which then has a clear state: its source refuses new
+// messages with a retryable answer (503 here, AE over MLLP), its status
+// and metric say stopped, and the messages it had accepted wait, pending.
+// RestartInterface (what SIGHUP does in the binary) brings it back and
+// they are delivered in order, nothing lost.
+func TestRunawaysQuarantineThenStopTheInterface(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be store.Backend) {
+		api := newScriptedAPI(t, func([]byte, int) int { return 200 })
+		listen := freePort(t)
+		e := runningWith(t, project(t, map[string]string{
+			"ductus.yaml": "partitions: 4\nscript: { isolates: 1 }\napi: { listen: off }\n",
+			"interfaces/calc/interface.yaml": fmt.Sprintf(`
+format: json
+source: { type: http, listen: %q, path: /calc }
+ordering_key: $.k
+timeout: 200ms
+destinations:
+  api: { type: http, url: %q }
+`, listen, api.srv.URL),
+			"interfaces/calc/transform.js": `function transform(m) { if (m.loop) { while (true) {} } return { k: m.k, id: m.id }; }`,
+		}), be, Options{Host: fastLaneRetry})
+		url := "http://" + listen + "/calc"
+		ctx := context.Background()
+		status := func(id string) msgstore.DeliveryStatus {
+			ds, _ := e.Store().Deliveries(ctx, id)
+			if len(ds) != 1 {
+				return msgstore.DeliveryStatus{}
+			}
+			return ds[0]
+		}
+
+		// One runaway: quarantined, the interface runs on.
+		_, r0 := post(t, url, `{"k":"a","id":"r0","loop":true}`)
+		eventually(t, 10*time.Second, "the runaway quarantined", func() bool { return status(r0.ID).Status == msgstore.DeliveryQuarantined })
+		if reason := status(r0.ID).Reason; !strings.Contains(reason, "runaway") {
+			t.Fatalf("quarantine reason %q", reason)
+		}
+		post(t, url, `{"k":"a","id":"g0"}`)
+		eventually(t, 10*time.Second, "g0 delivered", func() bool { return len(api.accepted()) == 1 })
+
+		// Three in a row stop it; g1 and g2 were accepted before the stop.
+		st, err := e.Intake(ctx, "calc", []Record{
+			{Payload: []byte(`{"k":"a","id":"r1","loop":true}`)}, {Payload: []byte(`{"k":"a","id":"r2","loop":true}`)},
+			{Payload: []byte(`{"k":"a","id":"r3","loop":true}`)}, {Payload: []byte(`{"k":"a","id":"g1"}`)}, {Payload: []byte(`{"k":"a","id":"g2"}`)},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "the interface stopped", func() bool { s, _ := e.InterfaceStatus("calc"); return s.Stopped })
+		if g := stoppedGauge(t, e, "calc"); g != 1 {
+			t.Fatalf("ductus_interface_stopped = %v while stopped", g)
+		}
+		for _, s := range st[:3] {
+			id := s.ID
+			eventually(t, 10*time.Second, "the runaways quarantined", func() bool { return status(id).Status == msgstore.DeliveryQuarantined })
+		}
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"k":"a","id":"g3"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a stopped interface's source answered %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		time.Sleep(500 * time.Millisecond)
+		if n := len(api.accepted()); n != 1 {
+			t.Fatalf("%d delivered while stopped", n)
+		}
+		for _, s := range st[3:] {
+			if got := status(s.ID).Status; got != msgstore.DeliveryPending {
+				t.Fatalf("an accepted message is %s while the interface is stopped, want pending", got)
+			}
+		}
+
+		if err := e.RestartInterface(ctx, "calc"); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := e.InterfaceStatus("calc"); s.Stopped || stoppedGauge(t, e, "calc") != 0 {
+			t.Fatalf("after the restart: %+v", s)
+		}
+		if code, _ := post(t, url, `{"k":"a","id":"g3"}`); code != http.StatusAccepted {
+			t.Fatalf("after the restart the source answered %d", code)
+		}
+		eventually(t, 20*time.Second, "g1..g3 delivered", func() bool { return len(api.accepted()) == 4 })
+		if ids := idsOfKey(docsOf(t, api.accepted()), "a"); fmt.Sprint(ids) != "[g0 g1 g2 g3]" {
+			t.Fatalf("delivered %v", ids)
+		}
+	})
+}
