@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// substituter expands ${env:NAME} and ${secret:NAME} in configuration values.
+// substituter expands ${env:NAME}, ${env:NAME:-default} and ${secret:NAME}
+// in configuration values.
 // Substitution happens at load so that the engine only ever sees resolved
 // values, and so that a missing variable is a validation problem with a line
 // rather than a failure at the first connection attempt.
@@ -56,6 +57,13 @@ func (s *substituter) expand(raw string) expansion {
 		ref := raw[i+2 : i+end]
 		i += end + 1
 		scheme, name, _ := strings.Cut(ref, ":")
+		// ${env:NAME:-default}: the default when NAME is unset (not for
+		// secrets: a secret with a default in the project is no secret).
+		name, def, hasDef := strings.Cut(name, ":-")
+		if hasDef && scheme == "secret" {
+			x.errs = append(x.errs, fmt.Sprintf("bad substitution \"${%s}\": a secret has no default (only ${env:NAME:-default} does)", ref))
+			continue
+		}
 		if (scheme != "env" && scheme != "secret") || !substName.MatchString(name) {
 			x.errs = append(x.errs, fmt.Sprintf("bad substitution \"${%s}\": want ${env:NAME} or ${secret:NAME} (write $${ for a literal ${)", ref))
 			continue
@@ -63,6 +71,9 @@ func (s *substituter) expand(raw string) expansion {
 		switch scheme {
 		case "env":
 			v, ok := s.lookupEnv(name)
+			if !ok && hasDef {
+				v, ok = def, true
+			}
 			if !ok {
 				x.errs = append(x.errs, fmt.Sprintf("environment variable %s is not set (used as ${env:%s})", name, name))
 				continue
