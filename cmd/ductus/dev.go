@@ -7,10 +7,16 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/ductus/ductus/examples"
 )
+
+// devSendArgs is the walkthrough's ductus send: ADT types only, since the
+// ADT feed is no place for ORU^R01 (lab results arrive as files).
+const devSendArgs = "-addr %s -count 20 -types ADT^A01,ADT^A04,ADT^A08"
 
 // devCmd runs the bundled example project on SQLite with everything on
 // localhost: from ./examples/hospital when run in the repository (so edits
@@ -19,7 +25,7 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "the project to run (default: ./examples/hospital, or a fresh copy of the bundled one)")
-	receivers := fs.Bool("receivers", true, "also run local stand-ins for the example's EMR (MLLP on 127.0.0.1:6661) and lab API (HTTP on 127.0.0.1:8099)")
+	receivers := fs.Bool("receivers", true, "also run local stand-ins for the example's EMR (MLLP) and lab API (HTTP), at the addresses of its emr and lab_api connections")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
@@ -35,18 +41,25 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log := logger(proj, stderr)
 	if *receivers {
-		stop, err := startReceivers(ctx, proj.Dir, log)
+		stop, err := startReceivers(ctx, proj, log)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
+	adt := "127.0.0.1:2575"
+	if in := proj.Interface("adt"); in != nil && in.Source.MLLP != nil {
+		adt = in.Source.MLLP.Listen
+	}
 	fmt.Fprintf(stdout, `ductus dev: running %s
-  send ADT messages:    ductus send -addr 127.0.0.1:2575 -count 20
+  send ADT messages:    ductus send %s
+  send the samples:     ductus send -addr %s %s
   drop lab results:     cp %s %s
   see what arrived:     %s
+  the nightly census:   start with CENSUS_CRON="* * * * *" to run it every minute
   stop:                 Ctrl-C
-`, proj.Dir, filepath.Join(proj.Dir, "samples", "oru_r01.hl7"), filepath.Join(proj.Dir, "inbox", "lab")+string(filepath.Separator),
+`, proj.Dir, fmt.Sprintf(devSendArgs, adt), adt, filepath.Join(proj.Dir, "samples", "adt_a0*.hl7"),
+		filepath.Join(proj.Dir, "samples", "oru_r01.hl7"), filepath.Join(proj.Dir, "inbox", "lab")+string(filepath.Separator),
 		filepath.Join(proj.Dir, "out"))
 	return runProject(ctx, proj, log)
 }
@@ -62,23 +75,49 @@ func exampleDir() (string, error) {
 	if _, err := os.Stat(filepath.Join(dst, "ductus.yaml")); err == nil {
 		return dst, nil
 	}
-	src := examples.Hospital()
-	err = fs.WalkDir(src, ".", func(path string, d fs.DirEntry, err error) error {
+	if err := copyProject(examples.Hospital(), dst); err != nil {
+		return "", fmt.Errorf("write the example project to %s: %w", dst, err)
+	}
+	return dst, nil
+}
+
+// copyProject writes a project's files under dst, leaving out what a run
+// of it produced (out/, files waiting in or done with under inbox/), which
+// an embedded copy may carry from the tree it was built in.
+func copyProject(src fs.FS, dst string) error {
+	return fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dst, filepath.FromSlash(path))
+		if generated(p, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, filepath.FromSlash(p))
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		b, err := fs.ReadFile(src, path)
+		b, err := fs.ReadFile(src, p)
 		if err != nil {
 			return err
 		}
 		return os.WriteFile(target, b, 0o644)
 	})
-	if err != nil {
-		return "", fmt.Errorf("write the example project to %s: %w", dst, err)
+}
+
+// generated reports whether a project path is a run's output rather than
+// part of the project.
+func generated(p string, dir bool) bool {
+	parts := strings.Split(p, "/")
+	switch {
+	case parts[0] == "out" || parts[0] == ".ductus":
+		return true
+	case parts[0] == "inbox" && dir && path.Base(p) == "done":
+		return true
+	case parts[0] == "inbox" && !dir && !strings.HasPrefix(path.Base(p), "."):
+		return true // a file waiting to be picked up
 	}
-	return dst, nil
+	return false
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const exampleProject = "../../examples/hospital"
+
+// syncBuffer is a bytes.Buffer the engine's goroutines may write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestValidateTheExampleProject(t *testing.T) {
+	var stdout, stderr syncBuffer
+	if code := run(context.Background(), []string{"validate", exampleProject}, &stdout, &stderr); code != 0 {
+		t.Fatalf("ductus validate %s exited %d\n%s%s", exampleProject, code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "4 interface(s), OK") {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	if s := stderr.String(); s != "" {
+		t.Fatalf("validate printed warnings or problems for the example:\n%s", s)
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "usage: ductus"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"validate"}, 2, "usage: ductus validate <project-dir>"},
+		{[]string{"validate", "/nonexistent/project"}, 1, "ductus validate:"},
+	}
+	for _, c := range cases {
+		var stdout, stderr syncBuffer
+		if code := run(context.Background(), c.args, &stdout, &stderr); code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("ductus %v = %d, stderr %q; want %d and …%s…", c.args, code, stderr.String(), c.code, c.want)
+		}
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// files lists the regular files under dir (recursively), dot-files left out.
+func files(dir string) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func lines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// TestDevWalkthrough runs `ductus dev` on a copy of the example project
+// (its addresses moved to free ports through the environment, as the
+// project's ${env:...:-default} substitutions allow) and does what the
+// README's walkthrough says: ductus send with the printed arguments, the
+// sample ADT files, the sample ORU file dropped into the inbox. Everything
+// must arrive: at the stand-in EMR, in the archive, as notifications and
+// at the stand-in lab API (which checks the token from the secrets file).
+func TestDevWalkthrough(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendArgs := fmt.Sprintf(devSendArgs, "127.0.0.1:2575")
+	if !strings.Contains(string(readme), "send "+sendArgs) {
+		t.Fatalf("the README's walkthrough does not send with %q, which this test runs", sendArgs)
+	}
+
+	dir := t.TempDir()
+	if err := copyProject(os.DirFS(exampleProject), dir); err != nil {
+		t.Fatal(err)
+	}
+	adt, emr, lab := freePort(t), freePort(t), freePort(t)
+	_, emrPort, _ := net.SplitHostPort(emr)
+	t.Setenv("ADT_LISTEN", adt)
+	t.Setenv("EMR_HOST", "127.0.0.1")
+	t.Setenv("EMR_PORT", emrPort)
+	t.Setenv("LAB_API_URL", "http://"+lab)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"dev", "-dir", dir}, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("ductus dev exited %d\n%s", code, stderr.String())
+		}
+	}()
+	eventually(t, 60*time.Second, "ductus dev to listen on "+adt, func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("ductus dev exited %d\n%s", code, stderr.String())
+		default:
+		}
+		c, err := net.Dial("tcp", adt)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	if !strings.Contains(stdout.String(), "ductus send "+fmt.Sprintf(devSendArgs, adt)) {
+		t.Fatalf("ductus dev printed\n%s\nwithout the send command", stdout.String())
+	}
+
+	var sendOut, sendErr syncBuffer
+	if code := run(ctx, append([]string{"send"}, strings.Fields(fmt.Sprintf(devSendArgs, adt))...), &sendOut, &sendErr); code != 0 {
+		t.Fatalf("ductus send exited %d\n%s%s", code, sendOut.String(), sendErr.String())
+	}
+	samples := []string{filepath.Join(dir, "samples", "adt_a01.hl7"), filepath.Join(dir, "samples", "adt_a08.hl7")}
+	if code := run(ctx, append([]string{"send", "-addr", adt}, samples...), &sendOut, &sendErr); code != 0 {
+		t.Fatalf("ductus send of the samples exited %d\n%s%s", code, sendOut.String(), sendErr.String())
+	}
+	oru, err := os.ReadFile(filepath.Join(dir, "samples", "oru_r01.hl7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "inbox", "lab", ".oru_r01.hl7.tmp")
+	if err := os.WriteFile(tmp, oru, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "inbox", "lab", "oru_r01.hl7")); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(dir, "out")
+	results := bytes.Count(bytes.ReplaceAll(oru, []byte("\n"), []byte("\r")), []byte("\rMSH|")) + 1
+	eventually(t, 60*time.Second, "22 messages at the stand-in EMR", func() bool { return lines(filepath.Join(out, "emr-received.hl7")) == 22 })
+	eventually(t, 30*time.Second, "22 archived messages", func() bool { return len(files(filepath.Join(out, "archive"))) == 22 })
+	eventually(t, 30*time.Second, "notifications", func() bool { return len(files(filepath.Join(out, "notifications"))) > 0 })
+	eventually(t, 30*time.Second, fmt.Sprintf("%d results at the stand-in lab API", results), func() bool {
+		return len(files(filepath.Join(out, "lab-api"))) == results
+	})
+	eventually(t, 30*time.Second, "the lab file moved to done", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "inbox", "lab", "done", "oru_r01.hl7"))
+		return err == nil
+	})
+	emrOut, _ := os.ReadFile(filepath.Join(out, "emr-received.hl7"))
+	if bytes.Contains(emrOut, []byte("ORU^R01")) {
+		t.Fatal("an ORU^R01 reached the EMR through the ADT feed")
+	}
+	if !bytes.Contains(emrOut, []byte("|EMR|")) {
+		t.Fatal("the EMR's messages lack the transform's MSH-6")
+	}
+}
