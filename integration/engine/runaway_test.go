@@ -134,3 +134,43 @@ destinations:
 		}
 	})
 }
+
+// Over MLLP a stopped interface answers AE, so the sender keeps the
+// message and sends it again later.
+func TestStoppedInterfaceAnswersAEOverMLLP(t *testing.T) {
+	emr := newEMRStandIn(t, func(string) string { return "AA" })
+	listen := freePort(t)
+	files := adtProject(t, listen, emr.addr)
+	files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ordering_key:", "timeout: 200ms\nordering_key:", 1)
+	// Both destinations' transforms run away on LOOP: a call that
+	// completes in between would reset the count.
+	files["interfaces/adt/transform.js"] = `
+function toEmr(msg) { if (msg.get("PID-3.1") === "LOOP") { while (true) {} } return msg; }
+function transform(msg) { return toEmr(msg); }
+`
+	e := runningWith(t, project(t, files), testBackend(t), Options{Host: fastLaneRetry})
+	for i := 0; i < 3; i++ {
+		if a := sendOne(t, listen, adtMessage("LOOP", fmt.Sprintf("L%d", i))); a.Code != "AA" {
+			t.Fatalf("before the stop: %s", a.Code)
+		}
+	}
+	eventually(t, 20*time.Second, "the interface stopped", func() bool { s, _ := e.InterfaceStatus("adt"); return s.Stopped })
+	a := sendOne(t, listen, adtMessage("M1", "AFTER"))
+	if a.Code != "AE" || !strings.Contains(a.Text, "stopped") {
+		t.Fatalf("a stopped interface answered %s %q, want AE saying it is stopped", a.Code, a.Text)
+	}
+	if err := e.RestartInterface(context.Background(), "adt"); err != nil {
+		t.Fatal(err)
+	}
+	if a := sendOne(t, listen, adtMessage("M1", "AFTER")); a.Code != "AA" {
+		t.Fatalf("after the restart: %s %s", a.Code, a.Text)
+	}
+	eventually(t, 20*time.Second, "the message after the restart at the EMR", func() bool {
+		for _, m := range emr.arrivals() {
+			if m.ControlID == "AFTER" {
+				return true
+			}
+		}
+		return false
+	})
+}
