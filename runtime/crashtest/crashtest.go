@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,12 @@ type inc struct {
 	By  int `json:"by"`
 }
 
-func definition(work time.Duration) *actor.Type[counter] {
+// definition is the counter type. When announce is set (the parent asked
+// with SIGUSR1 before a pause), the next turn says so on stdout and lingers
+// in actor code, so the SIGSTOP that follows lands between take and
+// commit: every pause then makes a stale commit to refuse, by design
+// rather than by luck of timing.
+func definition(work time.Duration, announce *atomic.Bool) *actor.Type[counter] {
 	return &actor.Type[counter]{Name: typeName, Messages: map[string]actor.Handler[counter]{
 		"inc": actor.Message(func(c *actor.Context, s *counter, a inc) (int, error) {
 			if a.Seq != s.Last+1 {
@@ -79,13 +85,25 @@ func definition(work time.Duration) *actor.Type[counter] {
 			}
 			s.Last = a.Seq
 			s.N += a.By
+			if announce != nil && announce.CompareAndSwap(true, false) {
+				fmt.Println(inTurnLine)
+				time.Sleep(inTurnLinger)
+			}
 			if work > 0 {
-				time.Sleep(work) // actor code outside any transaction: the window a pause lands in
+				time.Sleep(work) // actor code outside any transaction
 			}
 			return s.N, nil
 		}),
 	}}
 }
+
+const (
+	// inTurnLine is what a worker prints when it is inside actor code
+	// after a SIGUSR1; inTurnLinger is how long it then stays there, long
+	// enough for the parent to read the line and SIGSTOP it.
+	inTurnLine   = "INTURN"
+	inTurnLinger = 500 * time.Millisecond
+)
 
 // refusals counts the runtime's "stale commit refused" events by watching
 // its log records, and reports each on stdout at once (a killed worker
@@ -114,7 +132,15 @@ func worker(open Opener) int {
 	ttl, _ := time.ParseDuration(os.Getenv(envTTL))
 	work, _ := time.ParseDuration(os.Getenv(envWork))
 	reg := actor.NewRegistry()
-	reg.MustRegister(definition(work), emitterDefinition())
+	var announce atomic.Bool
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			announce.Store(true)
+		}
+	}()
+	reg.MustRegister(definition(work, &announce), emitterDefinition())
 	logger := slog.New(refusals{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	h, err := host.New(host.Config{Backend: be, Registry: reg, Logger: logger, Kind: "crashtest-worker",
 		Effects: map[string]host.Effect{"record": recordEffect(os.Getenv(envRecord))}, ClaimTTL: 3 * time.Second,
@@ -173,8 +199,10 @@ func (c *Config) defaults() {
 }
 
 type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd    *exec.Cmd
+	done   chan struct{}
+	inTurn chan struct{} // the worker printed inTurnLine
+	ready  atomic.Bool   // it printed READY: SIGUSR1 no longer ends it
 }
 
 type fleet struct {
@@ -203,12 +231,20 @@ func (f *fleet) start(i int) {
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
+	p := &proc{cmd: cmd, done: make(chan struct{}), inTurn: make(chan struct{}, 1)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if sc.Text() == "REFUSED" {
+			switch sc.Text() {
+			case "REFUSED":
 				f.refused.Add(1)
+			case "READY":
+				p.ready.Store(true)
+			case inTurnLine:
+				select {
+				case p.inTurn <- struct{}{}:
+				default:
+				}
 			}
 		}
 		_ = cmd.Wait()
@@ -279,7 +315,7 @@ func Run(t *testing.T, cfg Config) {
 	}
 	defer be.Close()
 	reg := actor.NewRegistry()
-	reg.MustRegister(definition(0))
+	reg.MustRegister(definition(0, nil))
 	client, err := host.New(host.Config{Backend: be, Registry: reg, NoWorkers: true})
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +346,10 @@ func Run(t *testing.T, cfg Config) {
 			for a := 0; a < cfg.Actors; a++ {
 				id := "c" + strconv.Itoa(a)
 				by := 1 + (a+seq)%3
-				batch = append(batch, actor.Envelope{Ref: actor.Ref{Type: typeName, ID: id}, Message: "inc", Args: inc{Seq: seq, By: by}})
+				// The key makes the retry below safe after an ambiguous
+				// commit (a lost connection may have committed the batch).
+				key := actor.WithIdempotencyKey("inc-" + strconv.Itoa(seq))
+				batch = append(batch, actor.Envelope{Ref: actor.Ref{Type: typeName, ID: id}, Message: "inc", Args: inc{Seq: seq, By: by}, Options: []actor.TellOption{key}})
 				if len(batch) == 500 {
 					if err := flush(); err != nil {
 						enqueued <- err
@@ -458,8 +497,9 @@ func (f *fleet) killLoop(ctx context.Context) {
 	}
 }
 
-// pauseLoop SIGSTOPs one worker past its lease, SIGCONTs it, rests a lease
-// and starts again, while the kill loop goes on.
+// pauseLoop SIGSTOPs one worker in the middle of a turn (see definition)
+// past its lease, SIGCONTs it, rests a lease and starts again, while the
+// kill loop goes on.
 func (f *fleet) pauseLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		i := f.pick(&f.paused)
@@ -470,10 +510,28 @@ func (f *fleet) pauseLoop(ctx context.Context) {
 		f.mu.Lock()
 		p := f.procs[i]
 		f.mu.Unlock()
-		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
-		f.pauses.Add(1)
-		sleepCtx(ctx, f.cfg.LeaseTTL*2+500*time.Millisecond)
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		if !p.ready.Load() {
+			f.release(&f.paused)
+			sleepCtx(ctx, f.cfg.KillEvery)
+			continue
+		}
+		select {
+		case <-p.inTurn: // a stale announcement from before
+		default:
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGUSR1)
+		t := time.NewTimer(2 * time.Second)
+		select {
+		case <-p.inTurn:
+			t.Stop()
+			_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+			f.pauses.Add(1)
+			sleepCtx(ctx, f.cfg.LeaseTTL*2+500*time.Millisecond)
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		case <-t.C: // no turn to catch (idle): try another worker
+		case <-ctx.Done():
+			t.Stop()
+		}
 		f.release(&f.paused)
 		sleepCtx(ctx, f.cfg.LeaseTTL)
 	}
