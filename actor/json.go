@@ -24,6 +24,19 @@ type Limits struct {
 	MailboxMessages int // unfinished messages per actor; default 10,000; -1 = no cap
 }
 
+// MaxIDBytes is the widest actor ID a Limits may allow: every backend's
+// schema stores at least this many bytes (MySQL's VARBINARY(2048) is the
+// narrowest).
+const MaxIDBytes = 2048
+
+// Validate reports a limit no backend can honour.
+func (l Limits) Validate() error {
+	if l.IDBytes > MaxIDBytes {
+		return fmt.Errorf("actor: Limits.IDBytes %d is over %d, the widest ID every backend stores", l.IDBytes, MaxIDBytes)
+	}
+	return nil
+}
+
 // DefaultLimits returns the limits used when a field is zero.
 func DefaultLimits() Limits {
 	return Limits{

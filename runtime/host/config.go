@@ -139,6 +139,9 @@ func (c *Config) withDefaults() (Config, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
+	if err := cfg.Limits.Validate(); err != nil {
+		return cfg, fmt.Errorf("host: %w", err)
+	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
 			*v = d

@@ -63,3 +63,12 @@ func TestIDBytesConfigurable(t *testing.T) {
 		t.Fatalf("a send to an ID at the limit: %v", err)
 	}
 }
+
+// TestIDBytesOverSchema refuses an ID limit wider than every backend's
+// schema stores, at New rather than at the first long ID.
+func TestIDBytesOverSchema(t *testing.T) {
+	_, err := New(Config{Backend: openSQLite(t), Registry: tallyRegistry(&testHooks{}), Limits: actor.Limits{IDBytes: actor.MaxIDBytes + 1}})
+	if err == nil || !strings.Contains(err.Error(), "IDBytes") {
+		t.Fatalf("New with IDBytes %d: err = %v, want the ID limit refused", actor.MaxIDBytes+1, err)
+	}
+}
