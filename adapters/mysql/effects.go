@@ -189,7 +189,8 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 			}
 			switch {
 			case o.Release:
-				w.exec(`UPDATE ductus_effects SET lease_owner = NULL, attempts = attempts - 1, due_at = NOW(6) WHERE id = ?`, o.ID)
+				w.exec(`UPDATE ductus_effects SET lease_owner = NULL, attempts = attempts - 1, due_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ?`,
+					store.Micros(o.RetryAfter), o.ID)
 			case o.Success:
 				w.exec(`UPDATE ductus_effects SET state = 'done', result = ?, error = NULL, lease_owner = NULL, finished_at = NOW(6) WHERE id = ?`,
 					sqltx.NullBytes(o.Result), o.ID)

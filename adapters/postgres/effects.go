@@ -125,7 +125,7 @@ const sqlFinishEffects = `UPDATE ductus_effects e SET
     error = CASE u.kind WHEN 's' THEN NULL WHEN 'r' THEN e.error ELSE u.error END,
     lease_owner = NULL,
     attempts = CASE WHEN u.kind = 'r' THEN e.attempts - 1 ELSE e.attempts END,
-    due_at = CASE u.kind WHEN 'r' THEN now() WHEN 'f' THEN now() + u.retry` + us + ` ELSE e.due_at END,
+    due_at = CASE WHEN u.kind IN ('r', 'f') THEN now() + u.retry` + us + ` ELSE e.due_at END,
     finished_at = CASE WHEN u.kind IN ('s', 'd') THEN now() ELSE e.finished_at END
 FROM unnest($2::bigint[], $3::int[], $4::text[], $5::json[], $6::text[], $7::bigint[]) AS u(id, attempt, kind, result, error, retry)
 WHERE e.id = u.id AND e.lease_owner = $1 AND e.attempts = u.attempt AND e.state = 'pending'

@@ -153,7 +153,7 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 			var args []any
 			switch {
 			case o.Release:
-				q, args = `UPDATE ductus_effects SET lease_owner = NULL, attempts = attempts - 1, due_at = `+now, nil
+				q, args = `UPDATE ductus_effects SET lease_owner = NULL, attempts = attempts - 1, due_at = `+now+` + ?`, []any{store.Micros(o.RetryAfter)}
 			case o.Success:
 				q, args = `UPDATE ductus_effects SET state = 'done', result = ?, error = NULL, lease_owner = NULL, finished_at = `+now, []any{sqltx.NullBytes(o.Result)}
 			case o.Dead:

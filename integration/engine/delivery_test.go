@@ -302,14 +302,15 @@ func TestRateLimitAndSaveOutput(t *testing.T) {
 }
 
 // A rate limit whose next token is further away than an attempt can wait
-// is waiting, not a failed send: no retry is counted and the message goes
+// is waiting, not a failed send: no retry is counted, no attempt is used
+// up (max_attempts 1 would quarantine it otherwise) and the message goes
 // once its token is due. (Backend-independent: SQLite only.)
 func TestRateLimitWaitIsNotAFailure(t *testing.T) {
 	api := newScriptedAPI(t, func([]byte, int) int { return 200 })
 	// timeout 1s: an attempt lasts 12s, 2s of it kept for the exchange, so
 	// it can wait 10s; one token per 12s makes the second send wait longer.
 	e := running(t, project(t, jsonProject(fmt.Sprintf(`
-  api: { type: http, url: %q, timeout: 1s, rate_limit: { per_second: 0.0834 }, retry: { initial: 50ms, max: 200ms } }
+  api: { type: http, url: %q, timeout: 1s, rate_limit: { per_second: 0.0834 }, retry: { initial: 50ms, max: 200ms, max_attempts: 1 } }
 `, api.srv.URL), `function transform(m) { return m; }`, nil)), testBackend(t))
 	intakeJSON(t, e, `{"k":"a","id":"first"}`, `{"k":"a","id":"second"}`)
 	eventually(t, 30*time.Second, "both sent", func() bool { return len(api.accepted()) == 2 })

@@ -70,7 +70,12 @@ func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state 
 	}
 	var out []Stored
 	var pks []int64
-	err := store.Retry(ctx, 5, func() error {
+	// Only a failure that certainly rolled back is run again here: after an
+	// ambiguous one (the connection lost during the commit) the records may
+	// be stored, and the source, which has not acknowledged, decides (an
+	// MLLP sender resends after AE and dedupe can catch it; a file resumes
+	// from its committed progress).
+	err := store.RetryWhen(ctx, 5, store.IsRolledBack, func() error {
 		var err error
 		out, pks, err = e.intakeTx(ctx, ir, recs, state)
 		return err

@@ -76,7 +76,16 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 						case actor.IsPermanent(err):
 							e.met.quarantined.WithLabelValues(dest.Interface, dest.Name).Inc()
 						case errors.Is(err, errWaiting):
+							// Nothing was sent: give the delivery back
+							// without using up an attempt (max_attempts
+							// counts failed sends, not time in a queue).
 							e.met.sendWaits.WithLabelValues(dest.Interface, dest.Name).Inc()
+							var we *waitError
+							after := 50 * time.Millisecond
+							if errors.As(err, &we) {
+								after = we.after
+							}
+							return nil, &host.NotAttemptedError{RetryAfter: after, Err: err}
 						default:
 							e.met.sendRetries.WithLabelValues(dest.Interface, dest.Name).Inc()
 						}
@@ -159,8 +168,18 @@ func (h *httpSender) close() error { h.client.CloseIdleConnections(); return nil
 
 // errWaiting marks an attempt that sent nothing because the destination
 // was not free within the attempt (its rate limit, or every MLLP connection
-// busy): it is counted as waiting, not as a failed send, and tried again.
+// busy): it is counted as waiting, not as a failed send, and given back to
+// be tried again without using up an attempt.
 var errWaiting = errors.New("waiting for the destination")
+
+// waitError is an errWaiting that knows when the destination is free again.
+type waitError struct {
+	after time.Duration
+	why   string
+}
+
+func (w *waitError) Error() string        { return errWaiting.Error() + ": " + w.why }
+func (w *waitError) Is(target error) bool { return target == errWaiting }
 
 // exchangeBudget is what one send needs of an attempt once it may start:
 // connecting and the destination's own timeout.
@@ -201,7 +220,7 @@ func waitForToken(ctx context.Context, l *rate.Limiter, d *config.Destination) e
 	defer cancel()
 	if dl, ok := wctx.Deadline(); ok && time.Now().Add(delay).After(dl) {
 		r.Cancel()
-		return fmt.Errorf("%w: the rate limit's next token is %v away", errWaiting, delay.Round(time.Millisecond))
+		return &waitError{after: delay, why: fmt.Sprintf("the rate limit's next token is %v away", delay.Round(time.Millisecond))}
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -244,6 +245,22 @@ func (h *Host) claimLeft(e store.Effect, deadline time.Time) bool {
 	return time.Until(deadline) >= timeout+margin
 }
 
+// NotAttemptedError is what an effect handler returns when it did nothing
+// because it could not start (its destination was not free: a rate limit's
+// next token, every connection of a pool busy). The effect is given back
+// without counting an attempt, so waiting never uses up MaxAttempts nor
+// dead-letters it, and it is due again after RetryAfter; an ordered effect
+// keeps blocking the later ones meanwhile.
+type NotAttemptedError struct {
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *NotAttemptedError) Error() string { return "not attempted: " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *NotAttemptedError) Unwrap() error { return e.Err }
+
 func (h *Host) attemptEffect(ctx context.Context, e store.Effect) store.EffectOutcome {
 	spec, ok := h.cfg.Effects[e.Name]
 	if !ok { // not claimable without a handler; keep the outcome sane anyway
@@ -275,6 +292,12 @@ func (h *Host) attemptEffect(ctx context.Context, e store.Effect) store.EffectOu
 		// Shutting down: give the claim back rather than count an attempt
 		// the handler may not have finished.
 		return store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Release: true}
+	}
+	var na *NotAttemptedError
+	if errors.As(err, &na) {
+		h.met.effects.WithLabelValues(e.Name, "not_attempted").Inc()
+		h.log.Debug("effect not attempted; due again later", "effect", e.Name, "id", e.UUID, "actor", e.Ref.String(), "retry_in", na.RetryAfter, "err", err)
+		return store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Release: true, RetryAfter: max(na.RetryAfter, 0)}
 	}
 	msg := h.errorText(err)
 	dead := actor.IsPermanent(err) || (spec.maxAttempts() > 0 && e.Attempt >= spec.maxAttempts())

@@ -79,6 +79,10 @@ func outboxDef() *actor.Type[outbox] {
 			s.Outcomes = append(s.Outcomes, "note "+n)
 			return nil, nil
 		}),
+		"emit_patient": actor.Message(func(c *actor.Context, s *outbox, a emitArgs) (int, error) {
+			s.Emitted++
+			return s.Emitted, c.Emit("patient", a)
+		}),
 		"emit_unknown": actor.Message(func(c *actor.Context, s *outbox, _ struct{}) (any, error) {
 			return nil, c.Emit("no_such_effect", nil)
 		}),
@@ -190,6 +194,52 @@ func init() {
 		})
 		if _, err := h.Ask(ctx, oref("u"), "emit_unknown", nil); !errors.Is(err, actor.ErrDeadLetter) {
 			t.Fatalf("emitting an effect with no handler: %v", err)
+		}
+	})
+
+	scenario("NotAttemptedUsesNoAttempt", func(t *testing.T, be store.Backend) {
+		// A handler that could not start (its destination busy) gives the
+		// effect back: with MaxAttempts 2, five such returns must neither
+		// dead-letter it nor count, and the later ordered effect waits.
+		sk := newSink()
+		var mu sync.Mutex
+		calls := map[int]int{}
+		patient := func(ctx context.Context, ec host.EffectContext, a emitArgs) (string, error) {
+			mu.Lock()
+			calls[a.Seq]++
+			n := calls[a.Seq]
+			mu.Unlock()
+			if a.Seq == 1 && n <= 5 {
+				return "", &host.NotAttemptedError{RetryAfter: 10 * time.Millisecond, Err: errors.New("no token yet")}
+			}
+			return sk.handler(ctx, ec, a)
+		}
+		h := effectHost(t, be, sk, func(c *host.Config) {
+			c.Effects["patient"] = host.Effect{Handler: host.EffectFunc(patient), Ordered: true, MaxAttempts: 2,
+				Backoff: host.RetryPolicy{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+		})
+		ctx := ctxT(t)
+		for i := 1; i <= 2; i++ {
+			if _, err := h.Tell(ctx, oref("p"), "emit_patient", emitArgs{Key: "p", Seq: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 20*time.Second, "both effects sent", func() bool {
+			sk.mu.Lock()
+			defer sk.mu.Unlock()
+			return len(sk.order["p"]) == 2
+		})
+		sk.mu.Lock()
+		got, first := fmt.Sprint(sk.order["p"]), sk.contexts[0]
+		sk.mu.Unlock()
+		mu.Lock()
+		waited := calls[1]
+		mu.Unlock()
+		if got != "[1 2]" || waited != 6 || first.Attempt != 1 {
+			t.Fatalf("sent %s after %d calls of the first (attempt %d); want [1 2] after 6 calls, attempt 1", got, waited, first.Attempt)
+		}
+		if dead, err := h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"}); err != nil || len(dead) != 0 {
+			t.Fatalf("dead effects: %+v, %v", dead, err)
 		}
 	})
 

@@ -50,7 +50,8 @@ type EffectOutcome struct {
 	Dead       bool          // failure: give up (kept for inspection)
 	RetryAfter time.Duration // failure: next attempt at database now + RetryAfter
 	// Release returns a claimed effect that was not attempted (an ordered
-	// run stopped early) without counting an attempt.
+	// run stopped early, a handler that could not start) without counting
+	// an attempt; it is due again at database now + RetryAfter.
 	Release bool
 	// Outcome is the message delivered to the actor (on-success/on-failure),
 	// enqueued in the same transaction; nil for none. It never recreates a
