@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"io/fs"
 	"net"
 	"os"
@@ -76,17 +77,6 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // files lists the regular files under dir (recursively), dot-files left out.
 func files(dir string) []string {
 	var out []string
@@ -143,7 +133,7 @@ func TestDevWalkthrough(t *testing.T) {
 			t.Errorf("ductus dev exited %d\n%s", code, stderr.String())
 		}
 	}()
-	eventually(t, 60*time.Second, "ductus dev to listen on "+adt, func() bool {
+	testutil.Eventually(t, 60*time.Second, "ductus dev to listen on "+adt, func() bool {
 		select {
 		case code := <-done:
 			done <- code
@@ -182,13 +172,13 @@ func TestDevWalkthrough(t *testing.T) {
 
 	out := filepath.Join(dir, "out")
 	results := bytes.Count(bytes.ReplaceAll(oru, []byte("\n"), []byte("\r")), []byte("\rMSH|")) + 1
-	eventually(t, 60*time.Second, "22 messages at the stand-in EMR", func() bool { return lines(filepath.Join(out, "emr-received.hl7")) == 22 })
-	eventually(t, 30*time.Second, "22 archived messages", func() bool { return len(files(filepath.Join(out, "archive"))) == 22 })
-	eventually(t, 30*time.Second, "notifications", func() bool { return len(files(filepath.Join(out, "notifications"))) > 0 })
-	eventually(t, 30*time.Second, fmt.Sprintf("%d results at the stand-in lab API", results), func() bool {
+	testutil.Eventually(t, 60*time.Second, "22 messages at the stand-in EMR", func() bool { return lines(filepath.Join(out, "emr-received.hl7")) == 22 })
+	testutil.Eventually(t, 30*time.Second, "22 archived messages", func() bool { return len(files(filepath.Join(out, "archive"))) == 22 })
+	testutil.Eventually(t, 30*time.Second, "notifications", func() bool { return len(files(filepath.Join(out, "notifications"))) > 0 })
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%d results at the stand-in lab API", results), func() bool {
 		return len(files(filepath.Join(out, "lab-api"))) == results
 	})
-	eventually(t, 30*time.Second, "the lab file moved to done", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the lab file moved to done", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "inbox", "lab", "done", "oru_r01.hl7"))
 		return err == nil
 	})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func (s backendSpec) open(ctx context.Context) (store.Backend, error) {
 	case "postgres":
 		return postgres.Open(ctx, postgres.Config{DSN: s.DSN, Schema: s.Schema})
 	case "mysql":
-		return mysql.Open(ctx, mysql.Config{DSN: s.DSN, Logger: testLogger()})
+		return mysql.Open(ctx, mysql.Config{DSN: s.DSN, Logger: testutil.Logger()})
 	}
 	return nil, fmt.Errorf("unknown test backend %q", s.Driver)
 }

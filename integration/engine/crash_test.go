@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -65,7 +66,7 @@ func engineChild(dir string) int {
 	}
 	// Short leases: a killed engine's activations and claims move to the
 	// next one within seconds (the defaults are 30s).
-	e, err := New(ctx, proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) {
+	e, err := New(ctx, proj, Options{Backend: be, Logger: testutil.Logger(), Host: func(c *host.Config) {
 		c.LeaseTTL, c.RenewEvery, c.ClaimTTL, c.PollInterval = 2*time.Second, 500*time.Millisecond, 20*time.Second, 50*time.Millisecond
 	}})
 	if err != nil {
@@ -263,7 +264,7 @@ destinations:
 		want[s.id] = true
 		order[s.mrn] = append(order[s.mrn], s.id)
 	}
-	eventually(t, 120*time.Second, "every AA'd message at the EMR", func() bool {
+	testutil.Eventually(t, 120*time.Second, "every AA'd message at the EMR", func() bool {
 		got := map[string]bool{}
 		for _, m := range emr.Messages() {
 			got[m.ControlID] = true
@@ -290,7 +291,7 @@ destinations:
 			t.Fatalf("MRN %s: sent %v, first arrivals %v", mrn, ids, first[mrn])
 		}
 	}
-	eventually(t, 120*time.Second, "every CSV row delivered", func() bool { return lab.rows() == rows })
+	testutil.Eventually(t, 120*time.Second, "every CSV row delivered", func() bool { return lab.rows() == rows })
 	lab.mu.Lock()
 	defer lab.mu.Unlock()
 	for row, ids := range lab.byRow {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestConcurrentIntakesOfOneKeyQueueOnce(t *testing.T) {
 				}
 			}
 		}
-		eventually(t, 20*time.Second, "one delivery per key", func() bool { return api.count() >= keys })
+		testutil.Eventually(t, 20*time.Second, "one delivery per key", func() bool { return api.count() >= keys })
 		time.Sleep(300 * time.Millisecond)
 		if n := api.count(); n != keys {
 			t.Fatalf("the API received %d messages for %d keys", n, keys)
@@ -112,12 +113,12 @@ func TestExpiredDedupeKeysArePruned(t *testing.T) {
 			t.Fatalf("a repeat within the window: %+v %v", again, err)
 		}
 		// The window is 1s and the prune keeps a second's margin.
-		eventually(t, 15*time.Second, "the expired keys pruned", func() bool { return dedupeRows(t, be) == 0 })
+		testutil.Eventually(t, 15*time.Second, "the expired keys pruned", func() bool { return dedupeRows(t, be) == 0 })
 		later, err := e.Intake(ctx, "orders", recs[:1], nil)
 		if err != nil || later[0].Duplicate {
 			t.Fatalf("a repeat after the window: %+v %v", later, err)
 		}
-		eventually(t, 20*time.Second, "31 deliveries", func() bool { return api.count() == 31 })
+		testutil.Eventually(t, 20*time.Second, "31 deliveries", func() bool { return api.count() == 31 })
 	})
 }
 

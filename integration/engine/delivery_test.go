@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -99,7 +100,7 @@ function transform(m) {
 			}
 		}
 		intakeJSON(t, e, docs...)
-		eventually(t, 20*time.Second, "every message", func() bool { return len(api.accepted()) == len(docs) })
+		testutil.Eventually(t, 20*time.Second, "every message", func() bool { return len(api.accepted()) == len(docs) })
 		got := api.accepted()
 		ds := docsOf(t, got)
 		if ids := idsOfKey(ds, stuck); fmt.Sprint(ids) != "[s0 s1 s2 s3]" {
@@ -175,14 +176,14 @@ func TestStuckMLLPLaneDoesNotHoldOtherLanes(t *testing.T) {
 						t.Fatalf("message %d: %s", i, a.Code)
 					}
 				}
-				eventually(t, 20*time.Second, "the other lanes' 20 messages", func() bool { return len(emr.arrivals()) >= 20 })
+				testutil.Eventually(t, 20*time.Second, "the other lanes' 20 messages", func() bool { return len(emr.arrivals()) >= 20 })
 				for _, a := range emr.arrivals() {
 					if a.MRN == "STUCK" {
 						t.Fatalf("the stuck patient's message %s was accepted while the EMR refused it", a.ControlID)
 					}
 				}
 				held.Store(false)
-				eventually(t, 30*time.Second, "the stuck lane after the EMR recovered", func() bool { return len(emr.arrivals()) >= 23 })
+				testutil.Eventually(t, 30*time.Second, "the stuck lane after the EMR recovered", func() bool { return len(emr.arrivals()) >= 23 })
 				byKey := map[string][]string{}
 				for _, a := range emr.arrivals() {
 					byKey[a.MRN] = append(byKey[a.MRN], a.ControlID)
@@ -231,7 +232,7 @@ func TestMLLPDestinationConnections(t *testing.T) {
 				}
 			}
 			sendAll(t, listen, msgs)
-			eventually(t, 30*time.Second, "every message", func() bool { return len(emr.arrivals()) >= len(msgs) })
+			testutil.Eventually(t, 30*time.Second, "every message", func() bool { return len(emr.arrivals()) >= len(msgs) })
 			if n := emr.maxInflight.Load(); !c.atOnce(n) || len(lanes) < 2 {
 				t.Fatalf("the EMR answered up to %d messages at once over %d lanes, want %s", n, len(lanes), c.want)
 			}
@@ -269,16 +270,16 @@ func TestRateLimitAndSaveOutput(t *testing.T) {
 			docs = append(docs, fmt.Sprintf(`{"k":"p%d","id":"m%d"}`, i%4, i))
 		}
 		stored := intakeJSON(t, e, docs...)
-		eventually(t, 20*time.Second, "21 limited deliveries", func() bool { return len(limited.accepted()) == 21 })
+		testutil.Eventually(t, 20*time.Second, "21 limited deliveries", func() bool { return len(limited.accepted()) == 21 })
 		got := limited.accepted()
 		// 21 sends at 20 a second with a burst of 1: at least a second from
 		// the first to the last (a lower bound, whatever the machine).
 		if span := got[20].At.Sub(got[0].At); span < 900*time.Millisecond {
 			t.Fatalf("21 rate-limited sends took %v, want at least ~1s at 20/s", span)
 		}
-		eventually(t, 10*time.Second, "21 free deliveries", func() bool { return len(free.accepted()) == 21 })
+		testutil.Eventually(t, 10*time.Second, "21 free deliveries", func() bool { return len(free.accepted()) == 21 })
 		ctx := context.Background()
-		eventually(t, 10*time.Second, "the deliveries settled", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the deliveries settled", func() bool {
 			ds, _ := e.Store().Deliveries(ctx, stored[0].ID)
 			return msgstore.Settled(ds) == msgstore.DeliverySent
 		})
@@ -313,7 +314,7 @@ func TestRateLimitWaitIsNotAFailure(t *testing.T) {
   api: { type: http, url: %q, timeout: 1s, rate_limit: { per_second: 0.0834 }, retry: { initial: 50ms, max: 200ms, max_attempts: 1 } }
 `, api.srv.URL), `function transform(m) { return m; }`, nil)), testBackend(t))
 	intakeJSON(t, e, `{"k":"a","id":"first"}`, `{"k":"a","id":"second"}`)
-	eventually(t, 30*time.Second, "both sent", func() bool { return len(api.accepted()) == 2 })
+	testutil.Eventually(t, 30*time.Second, "both sent", func() bool { return len(api.accepted()) == 2 })
 	if n := counterValue(t, e.met.sendRetries.WithLabelValues("feed", "api")); n != 0 {
 		t.Fatalf("%v failed sends counted for a rate limit's wait", n)
 	}
@@ -339,7 +340,7 @@ func TestMaxAttemptsQuarantines(t *testing.T) {
   api: { type: http, url: %q, retry: { initial: 20ms, max: 50ms, max_attempts: 3 } }
 `, api.srv.URL), `function transform(m) { return m; }`, nil)), be)
 		st := intakeJSON(t, e, `{"k":"a","id":"doomed"}`, `{"k":"a","id":"next"}`)
-		eventually(t, 20*time.Second, "the next message", func() bool { return len(api.accepted()) == 1 })
+		testutil.Eventually(t, 20*time.Second, "the next message", func() bool { return len(api.accepted()) == 1 })
 		tries := 0
 		for _, r := range api.requests() {
 			if bytes.Contains(r.Body, []byte(`"doomed"`)) {
@@ -351,7 +352,7 @@ func TestMaxAttemptsQuarantines(t *testing.T) {
 		}
 		// Outcomes are recorded in small batches: wait for this one.
 		var ds []msgstore.DeliveryStatus
-		eventually(t, 10*time.Second, "the failing delivery settled", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the failing delivery settled", func() bool {
 			ds, _ = e.Store().Deliveries(context.Background(), st[0].ID)
 			return len(ds) == 1 && ds[0].Status != msgstore.DeliveryPending
 		})
@@ -396,7 +397,7 @@ connections:
 `,
 		})), be)
 		st := intakeJSON(t, e, `{"k":"a","id":"slow"}`, `{"k":"a","id":"wrong"}`, `{"k":"a","id":"fine"}`)
-		eventually(t, 20*time.Second, "two accepted", func() bool { return len(api.accepted()) == 2 })
+		testutil.Eventually(t, 20*time.Second, "two accepted", func() bool { return len(api.accepted()) == 2 })
 		if ids := idsOfKey(docsOf(t, api.accepted()), "a"); fmt.Sprint(ids) != "[slow fine]" {
 			t.Fatalf("accepted %v", ids)
 		}
@@ -416,7 +417,7 @@ connections:
 		}
 		ctx := context.Background()
 		for i, want := range []string{msgstore.DeliverySent, msgstore.DeliveryQuarantined, msgstore.DeliverySent} {
-			eventually(t, 10*time.Second, "message "+fmt.Sprint(i)+" "+want, func() bool {
+			testutil.Eventually(t, 10*time.Second, "message "+fmt.Sprint(i)+" "+want, func() bool {
 				ds, _ := e.Store().Deliveries(ctx, st[i].ID)
 				return len(ds) == 1 && ds[0].Status == want
 			})

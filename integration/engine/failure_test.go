@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,7 @@ destinations:
 		if again := sendOne(t, listen, b); !bytes.Equal(again.Raw, first.Raw) {
 			t.Fatalf("a duplicate got %q, want the original's ACK %q", again.Raw, first.Raw)
 		}
-		eventually(t, 20*time.Second, "4 ADT and 1 order archived", func() bool {
+		testutil.Eventually(t, 20*time.Second, "4 ADT and 1 order archived", func() bool {
 			return len(listFiles(t, filepath.Join(proj.Dir, "out/adt"))) == 4 && len(listFiles(t, filepath.Join(proj.Dir, "out/orders"))) == 1
 		})
 		time.Sleep(300 * time.Millisecond)
@@ -137,7 +138,7 @@ func TestRouteHopRetriedAfterCommitStoresOnce(t *testing.T) {
 		if code != http.StatusAccepted {
 			t.Fatalf("POST = %d", code)
 		}
-		eventually(t, 10*time.Second, "the routed copy", func() bool { return copies.count() == 1 })
+		testutil.Eventually(t, 10*time.Second, "the routed copy", func() bool { return copies.count() == 1 })
 
 		hop := &routeSender{e: e, dest: e.ifaces["orders"].cfg.Destination("copy")}
 		args := sendArgs{M: a.ID, Output: []byte(`{"id":"o1","patient":"p1","seq":1,"via":"retry"}`)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,8 +63,8 @@ destinations:
 		writeFile(t, filepath.Join(dir, "inbox/adt/a01.hl7"), "MSH|^~\\&|PAS|H|EMR|H|20261202||ADT^A01|C1|P|2.5\rPID|1||42^^^H^MR||Doe^Jane\r")
 		writeFile(t, filepath.Join(dir, "inbox/adt/junk.hl7"), "this is not HL7\n")
 
-		eventually(t, 60*time.Second, "1200 lab records written", func() bool { return len(listFiles(t, filepath.Join(dir, "out/lab"))) == 1200 })
-		eventually(t, 10*time.Second, "the CSV file moved to done", func() bool {
+		testutil.Eventually(t, 60*time.Second, "1200 lab records written", func() bool { return len(listFiles(t, filepath.Join(dir, "out/lab"))) == 1200 })
+		testutil.Eventually(t, 10*time.Second, "the CSV file moved to done", func() bool {
 			_, err := os.Stat(filepath.Join(dir, "inbox/lab/done/results.csv"))
 			return err == nil
 		})
@@ -88,7 +89,7 @@ destinations:
 			}
 		}
 		// And delivered in that order, per key.
-		eventually(t, 60*time.Second, "1200 lab records posted", func() bool { return api.count() == 1200 })
+		testutil.Eventually(t, 60*time.Second, "1200 lab records posted", func() bool { return api.count() == 1200 })
 		last := map[string]int{}
 		for _, r := range decodeAll[struct {
 			MRN string
@@ -99,12 +100,12 @@ destinations:
 			}
 			last[r.MRN] = r.Seq
 		}
-		eventually(t, 10*time.Second, "the HL7 file archived", func() bool { return len(listFiles(t, filepath.Join(dir, "out/adt"))) == 1 })
+		testutil.Eventually(t, 10*time.Second, "the HL7 file archived", func() bool { return len(listFiles(t, filepath.Join(dir, "out/adt"))) == 1 })
 		got, _ := os.ReadFile(listFiles(t, filepath.Join(dir, "out/adt"))[0])
 		if !strings.Contains(string(got), "|ARCHIVE|") {
 			t.Fatalf("archived %q", got)
 		}
-		eventually(t, 10*time.Second, "both HL7 files deleted", func() bool { return len(listFiles(t, filepath.Join(dir, "inbox/adt"))) == 0 })
+		testutil.Eventually(t, 10*time.Second, "both HL7 files deleted", func() bool { return len(listFiles(t, filepath.Join(dir, "inbox/adt"))) == 0 })
 		msgs, err := e.Store().List(context.Background(), "adt", "", 10)
 		if err != nil {
 			t.Fatal(err)

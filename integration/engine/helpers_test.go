@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/ductus/ductus/internal/testutil"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,13 +53,6 @@ func testBackend(t *testing.T) store.Backend {
 	return be
 }
 
-func testLogger() *slog.Logger {
-	if os.Getenv("DUCTUS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 // running starts an engine on proj and stops it at the end of the test.
 func running(t *testing.T, proj *config.Project, be store.Backend) *Engine {
 	t.Helper()
@@ -70,7 +63,7 @@ func running(t *testing.T, proj *config.Project, be store.Backend) *Engine {
 // poll interval are filled in).
 func runningWith(t *testing.T, proj *config.Project, be store.Backend, opts Options) *Engine {
 	t.Helper()
-	opts.Backend, opts.Logger = be, testLogger()
+	opts.Backend, opts.Logger = be, testutil.Logger()
 	tune := opts.Host
 	opts.Host = func(c *host.Config) {
 		c.PollInterval = 20 * time.Millisecond
@@ -92,7 +85,7 @@ func runningWith(t *testing.T, proj *config.Project, be store.Backend, opts Opti
 		}
 		e.Close()
 	})
-	eventually(t, 10*time.Second, "the engine to listen", func() bool { return e.started() })
+	testutil.Eventually(t, 10*time.Second, "the engine to listen", func() bool { return e.started() })
 	return e
 }
 
@@ -100,17 +93,6 @@ func (e *Engine) started() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.listening
-}
-
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // receiver is a real HTTP server recording what arrives; it answers fail

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"strings"
 	"testing"
@@ -103,8 +104,8 @@ func TestHTTPInHTTPOutOrderedWithRouteFilterQuarantineDedupe(t *testing.T) {
 			t.Fatalf("duplicate POST = %d %+v (want duplicate of %s)", code, a, ids[3])
 		}
 
-		eventually(t, 20*time.Second, "28 deliveries to the API", func() bool { return api.count() == 28 })
-		eventually(t, 20*time.Second, "28 routed copies", func() bool { return copies.count() == 28 })
+		testutil.Eventually(t, 20*time.Second, "28 deliveries to the API", func() bool { return api.count() == 28 })
+		testutil.Eventually(t, 20*time.Second, "28 routed copies", func() bool { return copies.count() == 28 })
 		time.Sleep(100 * time.Millisecond)
 		for _, r := range []*receiver{api, copies} {
 			got := decodeAll[order](t, r.bodies())
@@ -188,12 +189,12 @@ func TestHTTPSourceRefusesBadInputAndDestinationDownThenUp(t *testing.T) {
 				t.Fatalf("POST %d = %d", i, code)
 			}
 		}
-		eventually(t, 10*time.Second, "the routed copies (another destination is not held up)", func() bool { return copies.count() == 10 })
+		testutil.Eventually(t, 10*time.Second, "the routed copies (another destination is not held up)", func() bool { return copies.count() == 10 })
 		if api.count() != 0 {
 			t.Fatal("delivered while down")
 		}
 		api.fail.Store(0)
-		eventually(t, 20*time.Second, "delivery after recovery", func() bool { return api.count() == 10 })
+		testutil.Eventually(t, 20*time.Second, "delivery after recovery", func() bool { return api.count() == 10 })
 		for i, o := range decodeAll[order](t, api.bodies()) {
 			if o.Seq != i {
 				t.Fatalf("after recovery received %v", api.bodies())

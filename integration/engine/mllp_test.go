@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
 	"path/filepath"
@@ -125,7 +126,7 @@ func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
 		if !bytes.Equal(again[0].Raw, acks[0].Raw) {
 			t.Fatalf("duplicate ACK\n%q\nwant the original's\n%q", again[0].Raw, acks[0].Raw)
 		}
-		eventually(t, 30*time.Second, "80 accepted by the EMR", func() bool { return emr.Codes().AA >= 80 })
+		testutil.Eventually(t, 30*time.Second, "80 accepted by the EMR", func() bool { return emr.Codes().AA >= 80 })
 		var accepted []sink.Message
 		for _, m := range emr.Messages() {
 			if m.Accepted() {
@@ -142,7 +143,7 @@ func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
 		if emr.Codes().AE == 0 {
 			t.Fatal("the sink answered no AE: the retry path was not exercised")
 		}
-		eventually(t, 10*time.Second, "80 archived", func() bool { return len(listFiles(t, filepath.Join(proj.Dir, "out/archive"))) == 80 })
+		testutil.Eventually(t, 10*time.Second, "80 archived", func() bool { return len(listFiles(t, filepath.Join(proj.Dir, "out/archive"))) == 80 })
 
 		// Not HL7 at all: AR from the listener, nothing stored.
 		c, _ := net.Dial("tcp", listen)
@@ -177,7 +178,7 @@ func TestMLLPReceiverDownThenUpAndRefusal(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer emr.Close()
-		eventually(t, 30*time.Second, "all 30 after the EMR came up", func() bool { return emr.Codes().AA >= 30 })
+		testutil.Eventually(t, 30*time.Second, "all 30 after the EMR came up", func() bool { return emr.Codes().AA >= 30 })
 		perKeyOrdered(t, order, emr.Messages())
 		emr.Close()
 
@@ -190,7 +191,7 @@ func TestMLLPReceiverDownThenUpAndRefusal(t *testing.T) {
 		one, _ := generated(t, 31, 5)
 		acks := sendAll(t, listen, one[30:])
 		stored := findByControlID(t, e, hl7ControlID(t, one[30]))
-		eventually(t, 20*time.Second, "the refusal to be quarantined", func() bool {
+		testutil.Eventually(t, 20*time.Second, "the refusal to be quarantined", func() bool {
 			ds, _ := e.Store().Deliveries(context.Background(), stored)
 			for _, d := range ds {
 				if d.Destination == "emr" {
@@ -214,7 +215,7 @@ func hl7ControlID(t *testing.T, raw []byte) string {
 func findByControlID(t *testing.T, e *Engine, id string) string {
 	t.Helper()
 	var found string
-	eventually(t, 10*time.Second, "the stored message", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the stored message", func() bool {
 		msgs, _ := e.Store().List(context.Background(), "adt", "", 200)
 		for _, m := range msgs {
 			if m.Meta["control_id"] == id {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"net"
 	"os"
 	"os/exec"
@@ -82,7 +83,7 @@ func TestNodeHL7ClientSendsToOurListener(t *testing.T) {
 			t.Fatalf("ACK %d = %+v, want AA for %s", i, a, m.ControlID())
 		}
 	}
-	eventually(t, 20*time.Second, "the EMR to get all 30", func() bool { return emr.Codes().AA >= 30 })
+	testutil.Eventually(t, 20*time.Second, "the EMR to get all 30", func() bool { return emr.Codes().AA >= 30 })
 	perKeyOrdered(t, order, emr.Messages())
 }
 
@@ -128,7 +129,7 @@ func sendToNodeHL7Server(t *testing.T, keepAlive bool) {
 
 	type rec struct{ ID, MRN, Raw string }
 	var got []rec
-	eventually(t, 60*time.Second, "node-hl7-server to receive all 30", func() bool {
+	testutil.Eventually(t, 60*time.Second, "node-hl7-server to receive all 30", func() bool {
 		b, _ := os.ReadFile(outFile)
 		got = got[:0]
 		seen := map[string]bool{}
@@ -159,7 +160,7 @@ func sendToNodeHL7Server(t *testing.T, keepAlive bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "every delivery to the EMR sent", func() bool {
+	testutil.Eventually(t, 20*time.Second, "every delivery to the EMR sent", func() bool {
 		for _, m := range msgsStored {
 			ds, _ := e.Store().Deliveries(context.Background(), m.ID)
 			for _, d := range ds {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"strings"
 	"testing"
@@ -78,12 +79,12 @@ destinations:
 
 		// One runaway: quarantined, the interface runs on.
 		_, r0 := post(t, url, `{"k":"a","id":"r0","loop":true}`)
-		eventually(t, 10*time.Second, "the runaway quarantined", func() bool { return status(r0.ID).Status == msgstore.DeliveryQuarantined })
+		testutil.Eventually(t, 10*time.Second, "the runaway quarantined", func() bool { return status(r0.ID).Status == msgstore.DeliveryQuarantined })
 		if reason := status(r0.ID).Reason; !strings.Contains(reason, "runaway") {
 			t.Fatalf("quarantine reason %q", reason)
 		}
 		post(t, url, `{"k":"a","id":"g0"}`)
-		eventually(t, 10*time.Second, "g0 delivered", func() bool { return len(api.accepted()) == 1 })
+		testutil.Eventually(t, 10*time.Second, "g0 delivered", func() bool { return len(api.accepted()) == 1 })
 
 		// Three in a row stop it; g1 and g2 were accepted before the stop.
 		st, err := e.Intake(ctx, "calc", []Record{
@@ -93,13 +94,13 @@ destinations:
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "the interface stopped", func() bool { s, _ := e.InterfaceStatus("calc"); return s.Stopped })
+		testutil.Eventually(t, 20*time.Second, "the interface stopped", func() bool { s, _ := e.InterfaceStatus("calc"); return s.Stopped })
 		if g := stoppedGauge(t, e, "calc"); g != 1 {
 			t.Fatalf("ductus_interface_stopped = %v while stopped", g)
 		}
 		for _, s := range st[:3] {
 			id := s.ID
-			eventually(t, 10*time.Second, "the runaways quarantined", func() bool { return status(id).Status == msgstore.DeliveryQuarantined })
+			testutil.Eventually(t, 10*time.Second, "the runaways quarantined", func() bool { return status(id).Status == msgstore.DeliveryQuarantined })
 		}
 		resp, err := http.Post(url, "application/json", strings.NewReader(`{"k":"a","id":"g3"}`))
 		if err != nil {
@@ -128,7 +129,7 @@ destinations:
 		if code, _ := post(t, url, `{"k":"a","id":"g3"}`); code != http.StatusAccepted {
 			t.Fatalf("after the restart the source answered %d", code)
 		}
-		eventually(t, 20*time.Second, "g1..g3 delivered", func() bool { return len(api.accepted()) == 4 })
+		testutil.Eventually(t, 20*time.Second, "g1..g3 delivered", func() bool { return len(api.accepted()) == 4 })
 		if ids := idsOfKey(docsOf(t, api.accepted()), "a"); fmt.Sprint(ids) != "[g0 g1 g2 g3]" {
 			t.Fatalf("delivered %v", ids)
 		}
@@ -154,7 +155,7 @@ function transform(msg) { return toEmr(msg); }
 			t.Fatalf("before the stop: %s", a.Code)
 		}
 	}
-	eventually(t, 20*time.Second, "the interface stopped", func() bool { s, _ := e.InterfaceStatus("adt"); return s.Stopped })
+	testutil.Eventually(t, 20*time.Second, "the interface stopped", func() bool { s, _ := e.InterfaceStatus("adt"); return s.Stopped })
 	a := sendOne(t, listen, adtMessage("M1", "AFTER"))
 	if a.Code != "AE" || !strings.Contains(a.Text, "stopped") {
 		t.Fatalf("a stopped interface answered %s %q, want AE saying it is stopped", a.Code, a.Text)
@@ -165,7 +166,7 @@ function transform(msg) { return toEmr(msg); }
 	if a := sendOne(t, listen, adtMessage("M1", "AFTER")); a.Code != "AA" {
 		t.Fatalf("after the restart: %s %s", a.Code, a.Text)
 	}
-	eventually(t, 20*time.Second, "the message after the restart at the EMR", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the message after the restart at the EMR", func() bool {
 		for _, m := range emr.arrivals() {
 			if m.ControlID == "AFTER" {
 				return true

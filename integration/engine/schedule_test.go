@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ destinations:
 			"interfaces/tick/transform.js": `function transform(run, meta) { return { due: run.due, previous: run.previous, id: meta.id }; }`,
 		})
 		running(t, proj, be)
-		eventually(t, 15*time.Second, "three runs", func() bool { return api.count() >= 3 })
+		testutil.Eventually(t, 15*time.Second, "three runs", func() bool { return api.count() >= 3 })
 		type run struct {
 			Due      time.Time  `json:"due"`
 			Previous *time.Time `json:"previous"`
@@ -68,14 +69,14 @@ destinations:
 `,
 		"interfaces/tick/transform.js": `function transform(run) { return run; }`,
 	})
-	first, err := New(context.Background(), proj, Options{Backend: be, Logger: testLogger(), Host: func(c *host.Config) { c.PollInterval = 20 * time.Millisecond }})
+	first, err := New(context.Background(), proj, Options{Backend: be, Logger: testutil.Logger(), Host: func(c *host.Config) { c.PollInterval = 20 * time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- first.Run(ctx) }()
-	eventually(t, 10*time.Second, "the first run", func() bool { return api.count() >= 1 })
+	testutil.Eventually(t, 10*time.Second, "the first run", func() bool { return api.count() >= 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ destinations:
 	time.Sleep(3500 * time.Millisecond) // three runs missed
 	restarted := time.Now()
 	running(t, proj, be)
-	eventually(t, 10*time.Second, "runs after the restart", func() bool { return api.count() >= 3 })
+	testutil.Eventually(t, 10*time.Second, "runs after the restart", func() bool { return api.count() >= 3 })
 	time.Sleep(1500 * time.Millisecond)
 	missed := 0
 	for _, b := range api.bodies() {
@@ -119,7 +120,7 @@ destinations:
 		})
 		e := running(t, proj, be)
 		ctx := context.Background()
-		eventually(t, 10*time.Second, "the first run stored", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the first run stored", func() bool {
 			msgs, _ := e.Store().List(ctx, "tick", "", 10)
 			return len(msgs) >= 1
 		})
@@ -132,7 +133,7 @@ destinations:
 			t.Fatalf("%d runs stored while the first was pending, want 1 (the others skipped)", len(msgs))
 		}
 		api.fail.Store(0)
-		eventually(t, 15*time.Second, "runs again after the destination recovered", func() bool { return api.count() >= 3 })
+		testutil.Eventually(t, 15*time.Second, "runs again after the destination recovered", func() bool { return api.count() >= 3 })
 		var first struct{ Previous *time.Time }
 		if err := json.Unmarshal(api.bodies()[0], &first); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestCacheCapacityEvictsLeastRecentlyUsed(t *testing.T) {
 		if _, err := h.Ask(ctx, tref(id), "add", 1); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, id+" to go idle", func() bool { return idleCount(h) == idle })
+		testutil.Eventually(t, 10*time.Second, id+" to go idle", func() bool { return idleCount(h) == idle })
 	}
 	ask("a", 1)
 	ask("b", 2)
@@ -38,7 +39,7 @@ func TestCacheCapacityEvictsLeastRecentlyUsed(t *testing.T) {
 	if _, err := h.Ask(ctx, tref("c"), "add", 1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "b's lease to be released", func() bool { return actorInfo(t, be, tref("b")).LeaseOwner == "" })
+	testutil.Eventually(t, 10*time.Second, "b's lease to be released", func() bool { return actorInfo(t, be, tref("b")).LeaseOwner == "" })
 	for _, id := range []string{"a", "c"} {
 		if owner := actorInfo(t, be, tref(id)).LeaseOwner; owner != h.ID() {
 			t.Errorf("%s: lease owner %q, want this host (only the least recently used goes)", id, owner)

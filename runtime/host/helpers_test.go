@@ -125,18 +125,6 @@ func tallyRegistry(hk *testHooks) *actor.Registry {
 
 func tref(id string) actor.Ref { return actor.Ref{Type: tallyType, ID: id} }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func actorInfo(t *testing.T, be store.Backend, r actor.Ref) *store.ActorInfo {
 	t.Helper()
 	info, err := be.ActorGet(testCtx(t), r)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestMetricsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(hk.gate)
-	eventually(t, 10*time.Second, "the refused commit", func() bool { return metricValue(t, h, "ductus_lease_losses_total") >= 1 })
+	testutil.Eventually(t, 10*time.Second, "the refused commit", func() bool { return metricValue(t, h, "ductus_lease_losses_total") >= 1 })
 
 	cases := []struct {
 		name string

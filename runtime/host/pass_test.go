@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -35,11 +36,11 @@ func TestPassDurationYields(t *testing.T) {
 		c.Workers, c.BatchSize = 1, 4
 		c.PassMessages, c.PassDuration = 1<<20, 30*time.Millisecond
 	})
-	eventually(t, 30*time.Second, "the cold actor's message", func() bool { return messageState(t, be, cold) == store.MessageCompleted })
+	testutil.Eventually(t, 30*time.Second, "the cold actor's message", func() bool { return messageState(t, be, cold) == store.MessageCompleted })
 	if left := actorInfo(t, be, tref("hot")).Unfinished; left == 0 {
 		t.Fatal("the hot backlog finished before the cold actor ran: the pass never yielded on its time budget")
 	}
-	eventually(t, 60*time.Second, "the hot backlog", func() bool { return actorInfo(t, be, tref("hot")).Unfinished == 0 })
+	testutil.Eventually(t, 60*time.Second, "the hot backlog", func() bool { return actorInfo(t, be, tref("hot")).Unfinished == 0 })
 }
 
 // TestShutdownTimeoutCancelsTurns shuts down while a turn waits on its
@@ -85,5 +86,5 @@ func TestShutdownTimeoutCancelsTurns(t *testing.T) {
 	}
 	close(hk.gate) // the next attempt completes
 	startHost(t, be, tallyRegistry(hk))
-	eventually(t, 30*time.Second, "the message to run again", func() bool { return messageState(t, be, id) == store.MessageCompleted })
+	testutil.Eventually(t, 30*time.Second, "the message to run again", func() bool { return messageState(t, be, id) == store.MessageCompleted })
 }

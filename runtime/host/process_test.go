@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestProcessPruneOnStart(t *testing.T) {
 	const retention = time.Second
 	time.Sleep(retention + 300*time.Millisecond)
 	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.ProcessRetention = retention; c.Heartbeat = 100 * time.Millisecond })
-	eventually(t, 10*time.Second, "the stale rows to be pruned", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the stale rows to be pruned", func() bool {
 		procs, err := be.ProcessList(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func init() {
 		for err := range errs {
 			t.Fatalf("tell: %v", err)
 		}
-		eventually(t, 30*time.Second, "all increments", func() bool { return getLedger(t, h, lref("hot")).N == goroutines*each })
+		testutil.Eventually(t, 30*time.Second, "all increments", func() bool { return getLedger(t, h, lref("hot")).N == goroutines*each })
 		info, err := h.Actor(ctx, lref("hot"))
 		if err != nil || info.Unfinished != 0 {
 			t.Fatalf("actor = %+v, %v", info, err)
@@ -88,7 +89,7 @@ func init() {
 		}
 		for a := 0; a < actors; a++ {
 			r := lref(fmt.Sprintf("m%02d", a))
-			eventually(t, 30*time.Second, "actor "+r.ID, func() bool { return getLedger(t, h1, r).N == each })
+			testutil.Eventually(t, 30*time.Second, "actor "+r.ID, func() bool { return getLedger(t, h1, r).N == each })
 			l := getLedger(t, h2, r)
 			for i, tag := range l.Applied {
 				if tag != int64(i+1) {
@@ -120,7 +121,7 @@ func init() {
 		if err != nil || len(ids) != 3 || ids[0] == ids[2] {
 			t.Fatalf("batch = %v, %v", ids, err)
 		}
-		eventually(t, 10*time.Second, "the batch", func() bool { return getLedger(t, h, lref("b1")).N == 4 && getLedger(t, h, lref("b2")).N == 2 })
+		testutil.Eventually(t, 10*time.Second, "the batch", func() bool { return getLedger(t, h, lref("b1")).N == 4 && getLedger(t, h, lref("b2")).N == 2 })
 	})
 
 	scenario("IdempotencyKey", func(t *testing.T, be store.Backend) {
@@ -151,7 +152,7 @@ func init() {
 		if st, _ := be.MessageStatus(ctx, []int64{int64(id)}); st[0].State != store.MessagePending {
 			t.Fatalf("a delayed message ran early: %s", st[0].State)
 		}
-		eventually(t, 10*time.Second, "the delayed message", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the delayed message", func() bool {
 			st, _ := be.MessageStatus(ctx, []int64{int64(id)})
 			return st[0].State == store.MessageCompleted
 		})
@@ -166,7 +167,7 @@ func init() {
 			t.Fatalf("err = %v, want ErrAskTimeout", err)
 		}
 		worker := newHost(t, be, ledgerRegistry(&hooks{}))
-		eventually(t, 10*time.Second, "the message to run after the timeout", func() bool { return getLedger(t, worker, lref("t")).N == 7 })
+		testutil.Eventually(t, 10*time.Second, "the message to run after the timeout", func() bool { return getLedger(t, worker, lref("t")).N == 7 })
 	})
 
 	scenario("OnActivateAndOnDeactivate", func(t *testing.T, be store.Backend) {
@@ -214,7 +215,7 @@ func init() {
 
 	scenario("GracefulShutdownReleasesLeases", func(t *testing.T, be store.Backend) {
 		reg := ledgerRegistry(&hooks{})
-		h, err := host.New(host.Config{Backend: be, Registry: reg, LeaseTTL: time.Hour, PollInterval: 20 * time.Millisecond, Logger: testLogger()})
+		h, err := host.New(host.Config{Backend: be, Registry: reg, LeaseTTL: time.Hour, PollInterval: 20 * time.Millisecond, Logger: testutil.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +262,7 @@ func init() {
 		// One worker, small passes: the cold actor must not wait for the
 		// whole hot backlog.
 		w := newHost(t, be, ledgerRegistry(&hooks{}), func(c *host.Config) { c.Workers = 1; c.PassMessages = 100; c.BatchSize = 50 })
-		eventually(t, 30*time.Second, "the cold actor", func() bool {
+		testutil.Eventually(t, 30*time.Second, "the cold actor", func() bool {
 			st, _ := be.MessageStatus(ctx, []int64{int64(coldID)})
 			return st[0].State == store.MessageCompleted
 		})
@@ -270,7 +271,7 @@ func init() {
 		if hot := storedLedger(t, be, lref("hot")).N; hot >= 3000 {
 			t.Fatalf("the hot actor finished (%d) before the cold one ran: no fairness yield", hot)
 		}
-		eventually(t, 60*time.Second, "the hot backlog", func() bool { return storedLedger(t, be, lref("hot")).N == 3000 })
+		testutil.Eventually(t, 60*time.Second, "the hot backlog", func() bool { return storedLedger(t, be, lref("hot")).N == 3000 })
 		_ = w
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 20*time.Second, "six ordered effects", func() bool {
+		testutil.Eventually(t, 20*time.Second, "six ordered effects", func() bool {
 			sk.mu.Lock()
 			defer sk.mu.Unlock()
 			return len(sk.order["o"]) == 6
@@ -137,7 +138,7 @@ func init() {
 		if got != "[1 2 3 4 5 6]" {
 			t.Fatalf("ordered effects ran as %s", got)
 		}
-		eventually(t, 10*time.Second, "six outcome messages", func() bool {
+		testutil.Eventually(t, 10*time.Second, "six outcome messages", func() bool {
 			o, _ := actor.AskAs[outbox](ctx, h, oref("o"), "get", nil)
 			return len(o.Outcomes) == 6
 		})
@@ -161,27 +162,27 @@ func init() {
 		if _, err := h.Tell(ctx, oref("u"), "emit", emitArgs{Key: "dead", Seq: 1, Fatal: true}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "twenty unordered effects", func() bool {
+		testutil.Eventually(t, 20*time.Second, "twenty unordered effects", func() bool {
 			sk.mu.Lock()
 			defer sk.mu.Unlock()
 			return len(sk.order["u"]) == 20
 		})
 		var dead []store.EffectInfo
-		eventually(t, 10*time.Second, "the dead effect", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the dead effect", func() bool {
 			dead, _ = h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"})
 			return len(dead) == 1
 		})
 		if !contains(dead[0].Error, "refused for good") {
 			t.Fatalf("dead effect = %+v", dead[0])
 		}
-		eventually(t, 10*time.Second, "the on-failure message", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the on-failure message", func() bool {
 			o, _ := actor.AskAs[outbox](ctx, h, oref("u"), "get", nil)
 			return len(o.Outcomes) == 1 && contains(o.Outcomes[0], "refused for good")
 		})
 		if ok, err := h.RetryEffect(ctx, dead[0].ID); !ok || err != nil {
 			t.Fatalf("operator retry = %v, %v", ok, err)
 		}
-		eventually(t, 10*time.Second, "the retried effect to die again", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the retried effect to die again", func() bool {
 			sk.mu.Lock()
 			defer sk.mu.Unlock()
 			n := 0
@@ -224,7 +225,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 20*time.Second, "both effects sent", func() bool {
+		testutil.Eventually(t, 20*time.Second, "both effects sent", func() bool {
 			sk.mu.Lock()
 			defer sk.mu.Unlock()
 			return len(sk.order["p"]) == 2
@@ -258,7 +259,7 @@ func init() {
 			t.Fatal(err)
 		}
 		var ec host.EffectContext
-		eventually(t, 10*time.Second, "the delayed effect", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the delayed effect", func() bool {
 			sk.mu.Lock()
 			defer sk.mu.Unlock()
 			if len(sk.contexts) == 0 {

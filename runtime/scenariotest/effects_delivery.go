@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,7 +103,7 @@ func init() {
 				}
 			}
 		}
-		eventually(t, 60*time.Second, "every effect of both lanes", func() bool {
+		testutil.Eventually(t, 60*time.Second, "every effect of both lanes", func() bool {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			return len(w.order["la"]) == n && len(w.order["lb"]) == n
@@ -146,7 +147,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 10*time.Second, "three effects in their handlers", func() bool { return entered.Load() == 3 })
+		testutil.Eventually(t, 10*time.Second, "three effects in their handlers", func() bool { return entered.Load() == 3 })
 		if _, err := h.Pause(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func init() {
 			t.Fatalf("a third tell into a mailbox of 2: %v, want it full", err)
 		}
 		close(gate)
-		eventually(t, 10*time.Second, "the three effects to finish", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the three effects to finish", func() bool {
 			done, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDone, Type: "scenario.outbox"})
 			return len(done) == 3
 		})
@@ -167,7 +168,7 @@ func init() {
 			t.Fatal(err)
 		}
 		var o outbox
-		eventually(t, 10*time.Second, "two notes and three outcomes", func() bool {
+		testutil.Eventually(t, 10*time.Second, "two notes and three outcomes", func() bool {
 			o, _ = actor.AskAs[outbox](ctx, h, r, "get", nil)
 			return len(o.Outcomes) >= 5
 		})
@@ -192,7 +193,7 @@ func init() {
 		if _, err := h.TellBatch(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, "every outcome recorded", func() bool {
+		testutil.Eventually(t, 60*time.Second, "every outcome recorded", func() bool {
 			done := map[int64]bool{}
 			for _, o := range spy.outcomes() {
 				if o.Success {
@@ -222,7 +223,7 @@ func init() {
 		if _, err := h.Tell(ctx, oref("bo"), "emit", emitArgs{Key: "bo", Seq: 1, Fail: 2}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the effect to succeed on its third attempt", func() bool {
+		testutil.Eventually(t, 30*time.Second, "the effect to succeed on its third attempt", func() bool {
 			sk.mu.Lock()
 			defer sk.mu.Unlock()
 			return len(sk.order["bo"]) == 1
@@ -250,7 +251,7 @@ func init() {
 			t.Fatal(err)
 		}
 		var dead, done []store.EffectInfo
-		eventually(t, 10*time.Second, "one dead and one done effect", func() bool {
+		testutil.Eventually(t, 10*time.Second, "one dead and one done effect", func() bool {
 			dead, _ = h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"})
 			done, _ = h.Effects(ctx, store.EffectListParams{State: store.EffectDone, Type: "scenario.outbox"})
 			return len(dead) == 1 && len(done) == 1

@@ -2,6 +2,7 @@ package scenariotest
 
 import (
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 10*time.Second, "all four", func() bool { return storedLedger(t, be, lref("r")).N == 4 })
+		testutil.Eventually(t, 10*time.Second, "all four", func() bool { return storedLedger(t, be, lref("r")).N == 4 })
 		l := getLedger(t, h, lref("r"))
 		if len(l.Applied) != 4 || l.Applied[1] != 2 || l.Applied[2] != 3 {
 			t.Fatalf("applied %v: a retrying message must block the later ones", l.Applied)
@@ -54,7 +55,7 @@ func init() {
 		if err != nil || newID == actor.MessageID(list[0].MessageID) {
 			t.Fatalf("retry = %d, %v", newID, err)
 		}
-		eventually(t, 10*time.Second, "the retried copy to die again", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the retried copy to die again", func() bool {
 			st, _ := be.MessageStatus(ctx, []int64{int64(newID)})
 			return st[0].State == store.MessageDead
 		})
@@ -99,7 +100,7 @@ func init() {
 		if _, err := h.Tell(ctx, lref("s"), "add", addArgs{N: 1}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the actor to exist", func() bool { return storedLedger(t, be, lref("s")).N == 1 })
+		testutil.Eventually(t, 10*time.Second, "the actor to exist", func() bool { return storedLedger(t, be, lref("s")).N == 1 })
 		if ok, err := h.Pause(ctx, lref("s")); !ok || err != nil {
 			t.Fatalf("pause = %v, %v", ok, err)
 		}
@@ -111,7 +112,7 @@ func init() {
 		if _, err := h.Resume(ctx, lref("s")); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the resumed actor", func() bool { return storedLedger(t, be, lref("s")).N == 2 })
+		testutil.Eventually(t, 10*time.Second, "the resumed actor", func() bool { return storedLedger(t, be, lref("s")).N == 2 })
 		// A stuck head: pause, skip it, resume; the next one runs.
 		stuck, _ := h.Tell(ctx, lref("s"), "add", addArgs{N: 1, Tag: 1})
 		next, _ := h.Tell(ctx, lref("s"), "add", addArgs{N: 1, Tag: 2})
@@ -120,7 +121,7 @@ func init() {
 			t.Fatal(err)
 		}
 		var skipped actor.MessageID
-		eventually(t, 10*time.Second, "the head to be skippable", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the head to be skippable", func() bool {
 			var err error
 			skipped, err = h.SkipHead(ctx, lref("s"), "operator test")
 			return err == nil
@@ -131,7 +132,7 @@ func init() {
 		if _, err := h.Resume(ctx, lref("s")); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the message after the skipped head", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the message after the skipped head", func() bool {
 			st, _ := be.MessageStatus(ctx, []int64{int64(next)})
 			return st[0].State == store.MessageCompleted
 		})

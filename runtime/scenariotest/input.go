@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"math"
 	"strings"
 	"sync"
@@ -261,7 +262,7 @@ func authorizationScenario(t *testing.T, be store.Backend) {
 			t.Fatalf("user %s: %v", step.message, err)
 		}
 	}
-	eventually(t, 10e9, "the relayed send and the Tell from a turn", func() bool {
+	testutil.Eventually(t, 10e9, "the relayed send and the Tell from a turn", func() bool {
 		return storedLedger(t, be, lref("target")).N == 1 && storedLedger(t, be, lref("told")).N == 1
 	})
 	// An operator retries a dead letter: the delivery is the operator's.

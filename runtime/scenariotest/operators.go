@@ -3,6 +3,7 @@ package scenariotest
 import (
 	"context"
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -128,7 +129,7 @@ func init() {
 		if _, err := h.Ask(ctx, aref("pr"), "relay", map[string]any{"to": []string{"d1", "d2", "d3"}, "n": 1}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "three done effects, a dead one and three sends", func() bool {
+		testutil.Eventually(t, 10*time.Second, "three done effects, a dead one and three sends", func() bool {
 			done, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDone, Type: "scenario.outbox"})
 			dead, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"})
 			n := 0
@@ -187,7 +188,7 @@ func operatorPolicyScenario(t *testing.T, be store.Backend) {
 		t.Fatal(err)
 	}
 	var dead []store.EffectInfo
-	eventually(t, 10*time.Second, "the dead effect", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the dead effect", func() bool {
 		dead, _ = h.Effects(admin, store.EffectListParams{State: store.EffectDead})
 		return len(dead) == 1
 	})

@@ -2,6 +2,7 @@ package scenariotest
 
 import (
 	"encoding/json"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func init() {
 		if _, err := h.Ask(ctx, aref("phase"), "schedule", scheduleArgs{Name: "tick", Every: every, Start: start, Jitter: jit}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "six ticks", func() bool { return len(dues(t, h, aref("phase"))) >= 6 })
+		testutil.Eventually(t, 20*time.Second, "six ticks", func() bool { return len(dues(t, h, aref("phase"))) >= 6 })
 		ds := dues(t, h, aref("phase"))
 		if !ds[0].Equal(start) {
 			t.Fatalf("the first tick was due at %s, want Start %s", ds[0], start)
@@ -94,7 +95,7 @@ func init() {
 		if _, err := h.Ask(ctx, aref("rep"), "schedule", scheduleArgs{Name: "r", Every: 50 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the replacement to fire", func() bool { return len(dues(t, h, aref("rep"))) >= 2 })
+		testutil.Eventually(t, 10*time.Second, "the replacement to fire", func() bool { return len(dues(t, h, aref("rep"))) >= 2 })
 		r := oneReminder(t, h, aref("rep"))
 		var s actor.Schedule
 		if err := json.Unmarshal(r.Schedule, &s); err != nil || s.Every != 50*time.Millisecond || r.Name != first.Name {
@@ -125,7 +126,7 @@ func init() {
 			}
 		}
 		for _, c := range cases {
-			eventually(t, 20*time.Second, c.id+" to tick past now", func() bool {
+			testutil.Eventually(t, 20*time.Second, c.id+" to tick past now", func() bool {
 				ds := dues(t, h, aref(c.id))
 				return len(ds) > 0 && ds[len(ds)-1].After(now)
 			})

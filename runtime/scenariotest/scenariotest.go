@@ -8,8 +8,7 @@ package scenariotest
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
+	"github.com/ductus/ductus/internal/testutil"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -73,7 +72,7 @@ func newHost(t *testing.T, be store.Backend, reg *actor.Registry, mod ...func(*h
 	cfg := host.Config{
 		Backend: be, Registry: reg, Workers: 4, LeaseTTL: 3 * time.Second, PollInterval: 20 * time.Millisecond,
 		Retry:  host.RetryPolicy{MaxAttempts: 3, Base: 20 * time.Millisecond, Max: 100 * time.Millisecond},
-		Logger: testLogger(),
+		Logger: testutil.Logger(),
 	}
 	for _, m := range mod {
 		m(&cfg)
@@ -87,25 +86,6 @@ func newHost(t *testing.T, be store.Backend, reg *actor.Registry, mod ...func(*h
 	}
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
 	return h
-}
-
-func testLogger() *slog.Logger {
-	if os.Getenv("DUCTUS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // ledger is the test actors' state: a counter plus the sequence of every

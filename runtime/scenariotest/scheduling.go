@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func init() {
 		if _, err := h.Ask(ctx, aref("r"), "at", 50); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "several occurrences", func() bool {
+		testutil.Eventually(t, 10*time.Second, "several occurrences", func() bool {
 			a, _ := actor.AskAs[alarm](ctx, h, aref("r"), "get", nil)
 			return a.Fired >= 4
 		})
@@ -192,7 +193,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, 10*time.Second, "ticks and pings on every doomed actor", func() bool {
+		testutil.Eventually(t, 10*time.Second, "ticks and pings on every doomed actor", func() bool {
 			for _, r := range doomed {
 				a, err := actor.AskAs[alarm](ctx, h, r, "get", nil)
 				if err != nil || a.Fired == 0 || a.Pings < 2 {
@@ -232,7 +233,7 @@ func init() {
 		if _, err := h.Ask(ctx, aref("src"), "relay", map[string]any{"to": []string{"gone"}, "n": 1}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the send to the destroyed actor", func() bool {
+		testutil.Eventually(t, 10*time.Second, "the send to the destroyed actor", func() bool {
 			a, err := actor.AskAs[alarm](ctx, h, aref("gone"), "get", nil)
 			return err == nil && a.Fired > 0
 		})
@@ -257,7 +258,7 @@ func init() {
 		}
 		wg.Wait()
 		for _, dst := range []string{"dst1", "dst2"} {
-			eventually(t, 20*time.Second, "twenty sends to "+dst, func() bool {
+			testutil.Eventually(t, 20*time.Second, "twenty sends to "+dst, func() bool {
 				a, _ := actor.AskAs[alarm](ctx, h2, aref(dst), "get", nil)
 				return a.Fired >= 20
 			})
@@ -300,7 +301,7 @@ func init() {
 		if _, err := h.Ask(ctx, lref("obs"), "set_status", "open"); err != nil { // no change: no broadcast
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "two broadcasts", func() bool {
+		testutil.Eventually(t, 10*time.Second, "two broadcasts", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(got) >= 2

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("effect after success = %+v, %v", got, err)
 		}
 		var retried []store.Effect
-		eventually(t, 5*time.Second, "the retry", func() bool { retried = claimEffects(t, b, owner, 1); return len(retried) == 1 })
+		testutil.Eventually(t, 5*time.Second, "the retry", func() bool { retried = claimEffects(t, b, owner, 1); return len(retried) == 1 })
 		if retried[0].ID != fx[1].ID || retried[0].Attempt != 2 {
 			t.Fatalf("retry = %+v", retried[0])
 		}
@@ -99,7 +100,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		}
 		owner := newOwner()
 		var again []store.Effect
-		eventually(t, 5*time.Second, "the claim to expire", func() bool { again = claimEffects(t, b, owner, 1); return len(again) == 1 })
+		testutil.Eventually(t, 5*time.Second, "the claim to expire", func() bool { again = claimEffects(t, b, owner, 1); return len(again) == 1 })
 		if again[0].Attempt != 2 {
 			t.Fatalf("attempt %d", again[0].Attempt)
 		}
@@ -137,7 +138,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("claimed %v while the ordered head backs off", more)
 		}
 		var retry []store.Effect
-		eventually(t, 5*time.Second, "the head's retry", func() bool { retry = claimEffects(t, b, owner, 3); return len(retry) > 0 })
+		testutil.Eventually(t, 5*time.Second, "the head's retry", func() bool { retry = claimEffects(t, b, owner, 3); return len(retry) > 0 })
 		if string(retry[0].Args) != `1` || retry[0].Attempt != 2 || len(retry) != 3 {
 			t.Fatalf("retry run = %+v, want the head again then the rest", retry)
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		}
 		owner := newOwner()
 		var second []store.Lease
-		eventually(t, 5*time.Second, "the lease to expire", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the lease to expire", func() bool {
 			second = claim(t, b, owner, time.Minute, 1)
 			return len(second) == 1
 		})

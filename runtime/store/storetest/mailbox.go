@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"github.com/ductus/ductus/internal/testutil"
 	"sort"
 	"sync"
 	"testing"
@@ -152,7 +153,7 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("claimed %v before their messages were due", ls)
 		}
 		owner := newOwner()
-		eventually(t, 5*time.Second, "the delayed message to come due", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the delayed message to come due", func() bool {
 			ls := claim(t, b, owner, time.Minute, 10)
 			return len(ls) == 1 && ls[0].Ref == ref("delayed")
 		})

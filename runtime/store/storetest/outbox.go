@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ var outboxTests = map[string]func(*testing.T, store.Backend){
 			t.Fatal("a later send overtook a blocked one")
 		}
 		var again []store.OutboxRow
-		eventually(t, 5*time.Second, "the retry", func() bool { again = claimSends(t, b, owner); return len(again) == 2 })
+		testutil.Eventually(t, 5*time.Second, "the retry", func() bool { again = claimSends(t, b, owner); return len(again) == 2 })
 		if res, err := b.OutboxDeliver(ctxT(t), &store.OutboxDeliverParams{Owner: owner, Rows: again}); err != nil || res[0].MessageID == 0 || res[1].MessageID == 0 {
 			t.Fatalf("deliver after room = %+v, %v", res, err)
 		}

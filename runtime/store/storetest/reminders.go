@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "tick", Message: "tick", Args: []byte(`{"k":1}`), Schedule: []byte(`{"every":60000000000}`)})
 		owner := newOwner()
 		var rs []store.Reminder
-		eventually(t, 5*time.Second, "the reminder to come due", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
+		testutil.Eventually(t, 5*time.Second, "the reminder to come due", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
 		r := rs[0]
 		if r.Ref != ref("x") || r.Name != "tick" || r.Occurrence != 0 || r.Now.IsZero() {
 			t.Fatalf("reminder = %+v", r)
@@ -95,7 +96,7 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "r", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`)})
 		owner := newOwner()
 		var rs []store.Reminder
-		eventually(t, 5*time.Second, "the reminder", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
+		testutil.Eventually(t, 5*time.Second, "the reminder", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
 		if _, err := b.ActorDestroy(ctxT(t), ref("x")); err != nil {
 			t.Fatal(err)
 		}

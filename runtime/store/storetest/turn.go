@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("took %+v while the head backs off (strict order)", got)
 		}
 		var retry []store.Message
-		eventually(t, 5*time.Second, "the retry to come due", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the retry to come due", func() bool {
 			retry = take(t, b, owner, l, 10)
 			return len(retry) > 0
 		})
