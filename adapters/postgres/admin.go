@@ -135,6 +135,7 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	var id int64
 	err := b.txn(ctx, func(t *txn) error {
 		const pk = `(SELECT pk FROM ductus_actors WHERE type = $1 AND id = $2)`
+		const low = `(SELECT next_seq - unfinished FROM ductus_actors WHERE type = $1 AND id = $2)` // lowSeq by name
 		var actorPK int64
 		var live, found bool
 		var claimed int64
@@ -147,8 +148,8 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 		bt.query(op, func(rows pgx.Rows) error { return rows.Scan(&claimed) },
 			`SELECT count(*) FROM ductus_claimed WHERE actor_pk = `+pk, ref.Type, ref.ID)
 		bt.query(op, func(rows pgx.Rows) error { return rows.Scan(&head) },
-			`SELECT message_id FROM (SELECT message_id, seq FROM ductus_claimed WHERE actor_pk = `+pk+`
-				UNION ALL SELECT message_id, seq FROM ductus_ready WHERE actor_pk = `+pk+`) u ORDER BY seq LIMIT 1`, ref.Type, ref.ID)
+			`SELECT message_id FROM (SELECT message_id, seq FROM ductus_claimed WHERE actor_pk = `+pk+` AND seq >= `+low+`
+				UNION ALL SELECT message_id, seq FROM ductus_ready WHERE actor_pk = `+pk+` AND seq >= `+low+`) u ORDER BY seq LIMIT 1`, ref.Type, ref.ID)
 		if err := bt.run(ctx, t); err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 		bt.exec(op, `DELETE FROM ductus_ready WHERE actor_pk = $1 AND message_id = $2`, actorPK, id)
 		bt.exec(op, sqlFailDead, id, "skipped by an operator: "+reason, int32(0), actorPK)
 		bt.exec(op, `UPDATE ductus_actors SET unfinished = unfinished - 1,
-			head_due = (SELECT due_at FROM ductus_ready WHERE actor_pk = $1 ORDER BY seq LIMIT 1) WHERE pk = $1`, actorPK)
+			head_due = (SELECT due_at FROM ductus_ready WHERE actor_pk = $1 AND seq >= `+lowSeq+` ORDER BY seq LIMIT 1) WHERE pk = $1`, actorPK)
 		return t.commitWith(ctx, &bt)
 	})
 	return id, err
