@@ -303,7 +303,7 @@ func TestQueueReadIgnoresUnvacuumedHistory(t *testing.T) {
 		exec(`INSERT INTO ductus_actors (type, id, next_seq) VALUES ('plan', $1, $2 + 1)`, id, history[id])
 		pk := `(SELECT pk FROM ductus_actors WHERE type = 'plan' AND id = '` + id + `')`
 		exec(`INSERT INTO ductus_messages (actor_pk, seq, name, args, enqueued_at, available_at, attempts)
-			SELECT ` + pk + `, g, 'm', '{}', now(), now(), 1 FROM generate_series(1, $1::int) g`, history[id])
+			SELECT `+pk+`, g, 'm', '{}', now(), now(), 1 FROM generate_series(1, $1::int) g`, history[id])
 		exec(`INSERT INTO ductus_ready (actor_pk, seq, message_id, due_at) SELECT actor_pk, seq, id, now() FROM ductus_messages WHERE actor_pk = ` + pk)
 		exec(`WITH mv AS (DELETE FROM ductus_ready WHERE actor_pk = ` + pk + ` RETURNING actor_pk, seq, message_id)
 			INSERT INTO ductus_claimed (actor_pk, seq, message_id, generation, attempt, claimed_at) SELECT actor_pk, seq, message_id, 1, 1, now() FROM mv`)
