@@ -30,11 +30,19 @@ type activation struct {
 	initial  []byte // the lease's state at claim, for loading
 	initialV int
 
-	running  bool
-	wantRun  bool
-	lost     bool
-	lastUsed time.Time
-	elem     *list.Element // position in the idle LRU while idle
+	running bool
+	// wakes counts wake-ups that found the activation running (under
+	// cache.mu); wakesTaken is its value when the executor last started
+	// a take (executor only). A wake-up that came before a take started is
+	// answered by that take: the work that caused it was committed before
+	// the wake-up, so the take's snapshot sees it. Only a later one sends
+	// the activation round again; a wake-up per poll of a busy actor would
+	// otherwise cost an empty take (a write transaction) after every pass.
+	wakes      uint64
+	wakesTaken uint64
+	lost       bool
+	lastUsed   time.Time
+	elem       *list.Element // position in the idle LRU while idle
 }
 
 func (a *activation) lease() store.LeaseRef { return store.LeaseRef{ActorPK: a.pk, Generation: a.gen} }
@@ -108,7 +116,7 @@ func (c *cache) wakeIdle(pk int64) (*activation, bool) {
 		return nil, ok
 	}
 	if a.running {
-		a.wantRun = true
+		a.wakes++
 		return nil, true
 	}
 	if a.elem != nil {
@@ -124,8 +132,7 @@ func (c *cache) wakeIdle(pk int64) (*activation, bool) {
 func (c *cache) park(a *activation, now time.Time) (again bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if a.wantRun {
-		a.wantRun = false
+	if a.wakes != a.wakesTaken {
 		return true
 	}
 	a.running = false
@@ -133,6 +140,14 @@ func (c *cache) park(a *activation, now time.Time) (again bool) {
 	a.elem = c.idle.PushFront(a)
 	c.checkFull() // an add found no idle activation to evict: this one may be it
 	return false
+}
+
+// taking records that the executor is about to take a's next messages:
+// the wake-ups so far are answered by that take.
+func (c *cache) taking(a *activation) {
+	c.mu.Lock()
+	a.wakesTaken = a.wakes
+	c.mu.Unlock()
 }
 
 // remove drops an activation (lost, released or yielded).
