@@ -54,6 +54,7 @@ func (h *Host) runPass(ctx context.Context, a *activation) passOutcome {
 	}
 	start := time.Now()
 	done := 0
+	h.cache.taking(a)
 	msgs, err := h.be.MessageTake(ctx, &store.MessageTakeParams{Owner: h.id, Lease: a.lease(), Limit: h.cfg.BatchSize})
 	if err != nil {
 		return h.storeTrouble(a, "take", err)
@@ -205,6 +206,7 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 	}
 	if takeNext && p.Failed == nil {
 		p.TakeNext = h.cfg.BatchSize
+		h.cache.taking(a)
 	}
 	began := time.Now()
 	res, err := h.be.TurnCommit(ctx, p)
