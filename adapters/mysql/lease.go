@@ -14,6 +14,10 @@ import (
 // the head_due index cover the whole check.
 const eligible = `head_due <= NOW(6) AND (lease_expires IS NULL OR lease_expires <= NOW(6)) AND paused = 0`
 
+// waited is eligible for work claimable for at least a given time (the
+// argument, in microseconds, twice).
+const waited = `head_due <= NOW(6) - INTERVAL ? MICROSECOND AND (lease_expires IS NULL OR lease_expires <= NOW(6) - INTERVAL ? MICROSECOND) AND paused = 0`
+
 // LeaseClaim implements store.Backend in three round trips: a read-only
 // scan of the head_due index for candidates (longest waiting first), then
 // SELECT ... FOR UPDATE SKIP LOCKED by primary key on those rows with the
@@ -27,13 +31,17 @@ func (b *Backend) LeaseClaim(ctx context.Context, p *store.LeaseClaimParams) ([]
 	types := sqltx.Strings(p.Types)
 	var cands []int64
 	scan := newBatch("claim activations: find candidates")
+	cond, condArgs := eligible, []any(nil)
+	if p.MinWait > 0 {
+		cond, condArgs = waited, []any{store.Micros(p.MinWait), store.Micros(p.MinWait)}
+	}
 	if len(p.PKs) > 0 {
-		scan.query(scanInts(&cands), `SELECT pk FROM ductus_actors WHERE pk IN (`+sqltx.List(len(p.PKs))+`) AND `+eligible+
+		scan.query(scanInts(&cands), `SELECT pk FROM ductus_actors WHERE pk IN (`+sqltx.List(len(p.PKs))+`) AND `+cond+
 			` AND type IN (`+sqltx.List(len(types))+`) ORDER BY head_due LIMIT ?`,
-			append(append(sqltx.Int64s(p.PKs), types...), p.Limit)...)
+			append(append(append(sqltx.Int64s(p.PKs), condArgs...), types...), p.Limit)...)
 	} else {
-		scan.query(scanInts(&cands), `SELECT pk FROM ductus_actors WHERE `+eligible+
-			` AND type IN (`+sqltx.List(len(types))+`) ORDER BY head_due LIMIT ?`, append(types, p.Limit)...)
+		scan.query(scanInts(&cands), `SELECT pk FROM ductus_actors WHERE `+cond+
+			` AND type IN (`+sqltx.List(len(types))+`) ORDER BY head_due LIMIT ?`, append(append(condArgs, types...), p.Limit)...)
 	}
 	if err := b.read(ctx, scan); err != nil || len(cands) == 0 {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 const (
 	claimFrom = `WITH c AS (
     SELECT pk FROM ductus_actors
-    WHERE GREATEST(head_due, lease_expires) <= now() AND head_due IS NOT NULL AND NOT paused AND type = ANY($3::text[])`
+    WHERE GREATEST(head_due, lease_expires) <= now() - $5::bigint` + us + ` AND head_due IS NOT NULL AND NOT paused AND type = ANY($3::text[])`
 	claimTail = `
     ORDER BY GREATEST(head_due, lease_expires)
     LIMIT $4
@@ -27,7 +27,7 @@ UPDATE ductus_actors a SET generation = a.generation + 1, lease_owner = $1, leas
 WHERE a.pk = ANY (ARRAY (SELECT pk FROM c))
 RETURNING a.pk, a.generation, a.type, a.id, a.state, a.state_version, a.lease_expires`
 	sqlClaim    = claimFrom + claimTail
-	sqlClaimPKs = claimFrom + ` AND pk = ANY($5::bigint[])` + claimTail
+	sqlClaimPKs = claimFrom + ` AND pk = ANY($6::bigint[])` + claimTail
 
 	// Renew and release lock their actors in (type, id) order, the order
 	// every multi-actor locker uses.
@@ -62,9 +62,9 @@ func (b *Backend) LeaseClaim(ctx context.Context, p *store.LeaseClaimParams) ([]
 	var rows pgx.Rows
 	var err error
 	if len(p.PKs) > 0 {
-		rows, err = b.pool.Query(ctx, sqlClaimPKs, p.Owner, store.Micros(p.TTL), p.Types, p.Limit, p.PKs)
+		rows, err = b.pool.Query(ctx, sqlClaimPKs, p.Owner, store.Micros(p.TTL), p.Types, p.Limit, store.Micros(p.MinWait), p.PKs)
 	} else {
-		rows, err = b.pool.Query(ctx, sqlClaim, p.Owner, store.Micros(p.TTL), p.Types, p.Limit)
+		rows, err = b.pool.Query(ctx, sqlClaim, p.Owner, store.Micros(p.TTL), p.Types, p.Limit, store.Micros(p.MinWait))
 	}
 	if err != nil {
 		return nil, classify("claim activations", err)

@@ -115,7 +115,7 @@ func TestQueueReadIsIndexRangeScan(t *testing.T) {
 			t.Errorf("the take's plan has a %q", bad)
 		}
 	}
-	claim := explain(t, b, sqlClaim, "'w2', 60000000, '{plan.other}', 10")
+	claim := explain(t, b, sqlClaim, "'w2', 60000000, '{plan.other}', 10, 0")
 	t.Logf("claim plan:\n%s", claim)
 	if !strings.Contains(claim, "Index Scan using ductus_actors_claimable") || !strings.Contains(claim, "Index Scan using ductus_actors_pkey") ||
 		strings.Contains(claim, "Seq Scan on ductus_actors") {

@@ -15,8 +15,8 @@ import (
 // generation. SQLite's write lock makes the pair atomic.
 const (
 	claimSet = `UPDATE ductus_actors SET generation = generation + 1, lease_owner = ?, lease_expires = ` + now + ` + ?
-		WHERE pk IN (SELECT pk FROM ductus_actors WHERE head_due <= ` + now + `
-			AND (lease_owner IS NULL OR lease_expires <= ` + now + `) AND paused = 0 AND `
+		WHERE pk IN (SELECT pk FROM ductus_actors WHERE head_due <= ` + now + ` - ?
+			AND (lease_owner IS NULL OR lease_expires <= ` + now + ` - ?) AND paused = 0 AND `
 	claimReturning = ` RETURNING pk, generation, type, id, state, state_version, lease_expires`
 	sqlClaim       = claimSet + `type IN (SELECT value FROM json_each(?)) ORDER BY head_due LIMIT ?)` + claimReturning
 	sqlClaimPKs    = claimSet + `type IN (SELECT value FROM json_each(?)) AND pk IN (SELECT value FROM json_each(?)) LIMIT ?)` + claimReturning
@@ -31,12 +31,13 @@ func (b *Backend) LeaseClaim(ctx context.Context, p *store.LeaseClaimParams) ([]
 	var out []store.Lease
 	err := b.write(ctx, nil, func(tx *wtx) error {
 		types := jsonList(p.Types)
+		wait := store.Micros(p.MinWait)
 		var rows *sql.Rows
 		var err error
 		if len(p.PKs) > 0 {
-			rows, err = b.query(ctx, tx, "claim activations", sqlClaimPKs, p.Owner, store.Micros(p.TTL), types, jsonInts(p.PKs), p.Limit)
+			rows, err = b.query(ctx, tx, "claim activations", sqlClaimPKs, p.Owner, store.Micros(p.TTL), wait, wait, types, jsonInts(p.PKs), p.Limit)
 		} else {
-			rows, err = b.query(ctx, tx, "claim activations", sqlClaim, p.Owner, store.Micros(p.TTL), types, p.Limit)
+			rows, err = b.query(ctx, tx, "claim activations", sqlClaim, p.Owner, store.Micros(p.TTL), wait, wait, types, p.Limit)
 		}
 		if err != nil {
 			return err

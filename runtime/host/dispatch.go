@@ -64,7 +64,9 @@ func (h *Host) schedule(a *activation) {
 	select {
 	case h.runq <- a:
 	default:
-		h.runWG.Add(1)
+		if !h.startRun() {
+			return // closing: Shutdown releases the lease with the rest
+		}
 		go func() {
 			defer h.runWG.Done()
 			select {
@@ -100,7 +102,11 @@ func (h *Host) dispatchLoop(ctx context.Context) {
 		if polled {
 			h.pollOwned(ctx)
 		}
-		if err := h.claimAvailable(ctx); err != nil {
+		err := h.claimAvailable(ctx)
+		if err == nil && polled {
+			err = h.claimStarved(ctx)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -113,6 +119,44 @@ func (h *Host) dispatchLoop(ctx context.Context) {
 		}
 		backoff = 0
 	}
+}
+
+// claimStarved claims, while every executor is busy, up to Workers actors
+// whose work has been claimable for two poll intervals: work no idle
+// process is taking. Without it a process kept busy by the activations it
+// holds never claims another actor (claimAvailable waits for a free
+// executor, and the cached ones take every executor that frees), so in a
+// lone process the actors it did not hold starved for as long as the
+// others kept it busy. They queue behind the woken activations; an idle
+// process would have claimed them at its next signal or poll, so it loses
+// nothing to this one.
+func (h *Host) claimStarved(ctx context.Context) error {
+	if len(h.free)-len(h.runq) > 0 {
+		return nil // claimAvailable claimed what the free executors can run
+	}
+	leases, err := h.be.LeaseClaim(ctx, &store.LeaseClaimParams{Owner: h.id, TTL: h.cfg.LeaseTTL, Limit: h.cfg.Workers,
+		Types: h.types, MinWait: 2 * h.cfg.PollInterval})
+	for _, l := range leases {
+		h.startActivation(l)
+	}
+	return err
+}
+
+// startRun counts a pass, or an activation waiting to be handed to an
+// executor, for Shutdown to wait for. Once the host is closing it counts
+// nothing and says so: Shutdown waits on the count, and a WaitGroup must
+// not go up from zero while a Wait is in progress (that panicked when a
+// poll scheduled a busy host's activations during a shutdown). Nothing
+// new starts after closing anyway; Shutdown releases the leases of what
+// did not run.
+func (h *Host) startRun() bool {
+	h.claimMu.Lock()
+	defer h.claimMu.Unlock()
+	if h.closing {
+		return false
+	}
+	h.runWG.Add(1)
+	return true
 }
 
 func (h *Host) isClosing() bool {
@@ -228,9 +272,10 @@ func (h *Host) executorLoop(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			}
-			h.runWG.Add(1)
-			h.pass(ctx, a)
-			h.runWG.Done()
+			if h.startRun() {
+				h.pass(ctx, a)
+				h.runWG.Done()
+			}
 			h.free <- struct{}{}
 			h.poke(h.wake)
 		}

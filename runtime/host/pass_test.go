@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
@@ -87,4 +88,75 @@ func TestShutdownTimeoutCancelsTurns(t *testing.T) {
 	close(hk.gate) // the next attempt completes
 	startHost(t, be, tallyRegistry(hk))
 	testutil.Eventually(t, 30*time.Second, "the message to run again", func() bool { return messageState(t, be, id) == store.MessageCompleted })
+}
+
+// TestBusyProcessClaimsStarvedActors keeps one worker saturated with 20
+// actors it holds (each pass drains its actor, which a poll wakes again
+// when the next messages arrive), then tells an actor it does not hold. No
+// executor is ever free when the dispatcher looks, so only the claim of
+// work that has waited (claimStarved) brings the new actor in; without it
+// the actor starved for as long as the others kept the process busy.
+func TestBusyProcessClaimsStarvedActors(t *testing.T) {
+	be := openSQLite(t)
+	hk := &testHooks{work: time.Millisecond}
+	client := startHost(t, be, tallyRegistry(hk), func(c *Config) { c.NoWorkers = true })
+	ctx := testCtx(t)
+	startHost(t, be, tallyRegistry(hk), func(c *Config) {
+		c.Workers, c.BatchSize = 1, 4
+		c.PassMessages, c.PassDuration = 1<<20, time.Hour
+	})
+	const hot = 20
+	var hotRefs []actor.Ref
+	for i := 0; i < hot; i++ {
+		hotRefs = append(hotRefs, tref(fmt.Sprintf("hot%02d", i)))
+	}
+	// The feeder keeps about ten messages per hot actor queued.
+	feedCtx, stop := context.WithCancel(ctx)
+	fed := make(chan error, 1)
+	go func() {
+		defer close(fed)
+		for feedCtx.Err() == nil {
+			left := 0
+			for _, r := range hotRefs {
+				if a, err := be.ActorGet(feedCtx, r); err == nil {
+					left += a.Unfinished
+				}
+			}
+			if left > 10*hot {
+				time.Sleep(2 * time.Millisecond)
+				continue
+			}
+			batch := make([]actor.Envelope, hot)
+			for i, r := range hotRefs {
+				batch[i] = actor.Envelope{Ref: r, Message: "slow", Args: 1}
+			}
+			if _, err := client.TellBatch(feedCtx, batch); err != nil && feedCtx.Err() == nil {
+				fed <- err
+				return
+			}
+		}
+	}()
+	defer func() {
+		stop()
+		if err := <-fed; err != nil {
+			t.Error(err)
+		}
+	}()
+	// Every hot actor is held by the worker and running before the cold one comes.
+	testutil.Eventually(t, 30*time.Second, "every hot actor to be held", func() bool {
+		for _, r := range hotRefs {
+			a, err := be.ActorGet(ctx, r)
+			if err != nil || a.LeaseOwner == "" || a.State == nil {
+				return false
+			}
+		}
+		return true
+	})
+	cold, err := client.Tell(ctx, tref("cold"), "add", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the cold actor's message while the worker is busy", func() bool {
+		return messageState(t, be, cold) == store.MessageCompleted
+	})
 }

@@ -64,6 +64,10 @@ type LeaseClaimParams struct {
 	// PKs, when set, restricts the claim to these actors (a local enqueue
 	// names the actor it woke).
 	PKs []int64
+	// MinWait, when set, claims only actors whose work has been claimable
+	// for at least this long (a busy process's claim of actors nobody else
+	// has taken, see host's claimStarved).
+	MinWait time.Duration
 }
 
 // Lease is a claimed activation with the actor's stored state.

@@ -62,6 +62,28 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("claim order %v, want longest waiting first", got)
 		}
 	},
+	"ClaimMinWait": func(t *testing.T, b store.Backend) {
+		enqueueN(t, b, ref("x"), 1)
+		claimWaited := func(wait time.Duration, pks []int64) []store.Lease {
+			t.Helper()
+			ls, err := b.LeaseClaim(ctxT(t), &store.LeaseClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Types: allTypes, PKs: pks, MinWait: wait})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ls
+		}
+		if ls := claimWaited(time.Hour, nil); len(ls) != 0 {
+			t.Fatalf("claimed work that had not waited an hour: %v", ls)
+		}
+		pk := actorInfo(t, b, ref("x")).PK
+		if ls := claimWaited(time.Hour, []int64{pk}); len(ls) != 0 {
+			t.Fatalf("claimed by key work that had not waited an hour: %v", ls)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if ls := claimWaited(200*time.Millisecond, nil); len(ls) != 1 || ls[0].Ref != ref("x") {
+			t.Fatalf("work that waited 300ms, claimed with MinWait 200ms: %v", ls)
+		}
+	},
 	"ClaimByPK": func(t *testing.T, b store.Backend) {
 		enqueueN(t, b, ref("a"), 1)
 		res := enqueueN(t, b, ref("b"), 1)
