@@ -48,6 +48,7 @@ func (h *Host) Subscribe(ctx context.Context, ref actor.Ref, fn func(Broadcast))
 	if err := h.cfg.Policies.Authorize(ctx, actor.Request{Operation: actor.OpSubscription, Ref: ref}); err != nil {
 		return nil, err
 	}
+	h.catchUpBroadcasts()
 	s := h.subs
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,6 +71,7 @@ func (h *Host) Subscribe(ctx context.Context, ref actor.Ref, fn func(Broadcast))
 // SubscribeAll calls fn for every broadcast of every actor (the realtime
 // package fans them out to its own clients, each authorized there).
 func (h *Host) SubscribeAll(fn func(Broadcast)) func() {
+	h.catchUpBroadcasts()
 	s := h.subs
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,6 +83,33 @@ func (h *Host) SubscribeAll(fn func(Broadcast)) func() {
 		defer s.mu.Unlock()
 		delete(s.all, id)
 	}
+}
+
+// catchUpBroadcasts waits, when the tailer skipped reads for want of
+// subscribers, for one read that brings its cursor up to date, so a new
+// subscriber is not handed broadcasts committed before it subscribed (the
+// same as when the tailer read after every commit). Only the tailer sets
+// bcStale, so it is running to answer; a shutdown ends the wait.
+func (h *Host) catchUpBroadcasts() {
+	if !h.bcStale.Load() || !h.subs.none() {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case h.bcSync <- done:
+		select {
+		case <-done:
+		case <-h.ctx.Done():
+		}
+	case <-h.ctx.Done():
+	}
+}
+
+// none reports whether nobody is subscribed.
+func (s *subscriptions) none() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byRef) == 0 && len(s.all) == 0
 }
 
 func (s *subscriptions) publish(b Broadcast) int {
@@ -140,13 +169,24 @@ func (h *Host) broadcastLoop(ctx context.Context, cursor int64) {
 	gaps := map[int64]time.Time{} // missing IDs below the cursor, with when to give up
 	t := time.NewTicker(h.cfg.PollInterval)
 	defer t.Stop()
+	var synced chan struct{} // a subscriber waiting for this read
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.bcWake:
+			if h.subs.none() && synced == nil {
+				// Nobody to publish to: a read per commit of a busy process
+				// cost a query per turn for nothing. The ticker's reads keep
+				// the cursor near, and a first subscriber waits for a read
+				// (bcSync).
+				h.bcStale.Store(true)
+				continue
+			}
+		case synced = <-h.bcSync:
 		case <-t.C:
 		}
+		h.bcStale.Store(false)
 		from := cursor
 		for id := range gaps {
 			from = min(from, id-1)
@@ -155,6 +195,10 @@ func (h *Host) broadcastLoop(ctx context.Context, cursor int64) {
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("reading broadcasts failed", "err", err)
+			}
+			if synced != nil { // the subscriber goes ahead; the ticker retries
+				close(synced)
+				synced = nil
 			}
 			continue
 		}
@@ -188,7 +232,10 @@ func (h *Host) broadcastLoop(ctx context.Context, cursor int64) {
 			}
 		}
 		if len(rows) == 1000 {
-			h.poke(h.bcWake)
+			h.poke(h.bcWake) // more to read (a waiting subscriber waits for it)
+		} else if synced != nil {
+			close(synced)
+			synced = nil
 		}
 	}
 }

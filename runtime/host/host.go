@@ -44,6 +44,8 @@ type Host struct {
 	ntOn    atomic.Bool        // the notifier loop runs (signalSoon is heard)
 	sendWk  chan struct{}      // outbox worker
 	bcWake  chan struct{}      // broadcast tailer
+	bcStale atomic.Bool        // the tailer skipped reads (no subscribers)
+	bcSync  chan chan struct{} // a first subscriber waits for the tailer to catch up
 	subs    *subscriptions     // in-process observable subscribers
 	clock   dbClock            // database time estimate (for cron)
 	ctx     context.Context    // cancelled at the end of Shutdown
@@ -78,6 +80,7 @@ func New(cfg Config) (*Host, error) {
 		ntWake: make(chan struct{}, 1),
 		sendWk: make(chan struct{}, 1),
 		bcWake: make(chan struct{}, 1),
+		bcSync: make(chan chan struct{}),
 		subs:   newSubscriptions(),
 	}
 	reg := c.Metrics
