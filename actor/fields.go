@@ -210,8 +210,8 @@ func checkTypeNames(t reflect.Type, seen map[reflect.Type]bool) error {
 // struct of t, two keys equal ignoring case. Objects decoding into maps
 // keep their keys as written, so they may differ only in case.
 func checkFoldedKeys(what string, raw []byte, t reflect.Type) error {
-	if len(raw) == 0 || !needsFoldCheck(t, map[reflect.Type]bool{}) {
-		return nil
+	if len(raw) == 0 || string(raw) == "null" || !needsFoldCheck(t, map[reflect.Type]bool{}) {
+		return nil // null sets no field (and is the arguments of most messages)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
