@@ -358,7 +358,7 @@ func (b *Backend) MailboxEnqueue(ctx context.Context, outer store.Tx, p *store.M
 	if err == nil && outer == nil {
 		for i, r := range results {
 			if r.ActorPK != 0 {
-				b.pks.put(p.Messages[i].Ref, r.ActorPK)
+				b.pks.Put(p.Messages[i].Ref, r.ActorPK)
 			}
 		}
 	}

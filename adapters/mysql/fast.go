@@ -5,11 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"sync"
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -25,44 +23,6 @@ import (
 // NULL column stops the batch before COMMIT, and the general path runs and
 // reports exactly what happened.
 
-// pkCache maps actor refs to the key of the incarnation last seen, so a
-// Tell can address the row by primary key. A stale entry only costs the
-// fast path a miss.
-type pkCache struct {
-	mu sync.Mutex
-	m  map[actor.Ref]int64
-}
-
-const pkCacheSize = 1 << 16
-
-func (c *pkCache) get(r actor.Ref) (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	pk, ok := c.m[r]
-	return pk, ok
-}
-
-func (c *pkCache) put(r actor.Ref, pk int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[actor.Ref]int64{}
-	}
-	if _, ok := c.m[r]; !ok && len(c.m) >= pkCacheSize {
-		for k := range c.m { // evict an arbitrary entry
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[r] = pk
-}
-
-func (c *pkCache) drop(r actor.Ref) {
-	c.mu.Lock()
-	delete(c.m, r)
-	c.mu.Unlock()
-}
-
 // errMiss is the fast path's "not applicable": the general path runs.
 var errMiss = errors.New("fast path does not apply")
 
@@ -75,7 +35,7 @@ func (b *Backend) enqueueFast(ctx context.Context, p *store.MailboxEnqueueParams
 	if m.IdempotencyKey != "" || m.MustExist {
 		return nil, errMiss
 	}
-	pk, ok := b.pks.get(m.Ref)
+	pk, ok := b.pks.Get(m.Ref)
 	if !ok {
 		return nil, errMiss
 	}
@@ -117,7 +77,7 @@ INSERT INTO ductus_ready (message_id, actor_pk, seq, due_at) SELECT id, actor_pk
 	if err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == 1048 { // seq NULL: the UPDATE matched nothing
-			b.pks.drop(m.Ref)
+			b.pks.Drop(m.Ref)
 			return nil, errMiss
 		}
 		return nil, err

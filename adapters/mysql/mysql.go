@@ -111,7 +111,7 @@ type Backend struct {
 	poll     time.Duration
 	log      *slog.Logger
 
-	pks        pkCache
+	pks        store.PKCache
 	roundTrips atomic.Int64
 	retries    atomic.Int64
 	statements *atomic.Int64

@@ -330,7 +330,7 @@ func (b *Backend) ActorDestroy(ctx context.Context, ref actor.Ref) (bool, error)
 		destroyStmts(w, pk)
 		return s.commit(ctx, w)
 	})
-	b.pks.drop(ref)
+	b.pks.Drop(ref)
 	return existed, err
 }
 

@@ -43,8 +43,20 @@ func (b *Backend) MailboxEnqueue(ctx context.Context, outer store.Tx, p *store.M
 	plan := store.PlanEnqueue(p.Messages)
 	if fast, keys := fastFits(p.Messages, plan); fast && (outer == nil || !keys) {
 		var bt batch
-		f := b.queueFast(&bt, p, plan)
-		res, err := f.done(bt.run(ctx, s))
+		f := b.queueFast(&bt, p, plan, true)
+		err := bt.run(ctx, s)
+		if f.missed(err) {
+			// A destroyed actor or a full mailbox: the full form creates
+			// the actor or reports the mailbox (nothing was written).
+			b.pks.Drop(plan[0].Ref)
+			bt = batch{}
+			f = b.queueFast(&bt, p, plan, false)
+			err = bt.run(ctx, s)
+		}
+		res, err := f.done(err)
+		if err == nil && len(plan) == 1 && len(res) > 0 && res[0].ActorPK != 0 && outer == nil {
+			b.pks.Put(plan[0].Ref, res[0].ActorPK)
+		}
 		if err == nil || sqlState(err) != "23505" || outer != nil {
 			return res, err
 		}
@@ -122,7 +134,7 @@ func (b *Backend) enqueueWith(ctx context.Context, s sender, bt *batch, p *store
 	}
 	plan := store.PlanEnqueue(p.Messages)
 	if fast, keys := fastFits(p.Messages, plan); fast && !keys && p.SkipFull {
-		b.queueFast(bt, p, plan)
+		b.queueFast(bt, p, plan, false)
 		return nil
 	}
 	e, err := b.newEnqueuer(ctx, s, p.Messages)

@@ -191,3 +191,54 @@ func TestCallerTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTellByCachedKey covers the plain-UPDATE Tell to an actor this
+// backend enqueued to before: it must use the cached key (the statement
+// advances the row by key), and a stale key (the actor destroyed by
+// another process, so a new incarnation has a new key) or a full mailbox
+// must fall back to the full form, which creates the actor or reports the
+// mailbox.
+func TestTellByCachedKey(t *testing.T) {
+	need(t)
+	schema := newSchema()
+	b1 := openSchema(t, schema, nil)
+	b2 := openSchema(t, schema, nil)
+	ctx := ctxT(t)
+	r := actor.Ref{Type: "hot", ID: "x"}
+	tell := func(b *Backend, limit int) (store.EnqueueResult, error) {
+		res, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}, MailboxCap: limit})
+		if err != nil {
+			return store.EnqueueResult{}, err
+		}
+		return res[0], nil
+	}
+	first, err := tell(b1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk, ok := b1.pks.Get(r); !ok || pk != first.ActorPK {
+		t.Fatalf("the key was not cached after the first Tell: %d %v", pk, ok)
+	}
+	second, err := tell(b1, 0)
+	if err != nil || second.ActorPK != first.ActorPK || second.Seq != 2 {
+		t.Fatalf("second Tell = %+v, %v", second, err)
+	}
+	if _, err := b2.ActorDestroy(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	third, err := tell(b1, 0)
+	if err != nil || third.ActorPK == first.ActorPK || third.Seq != 1 {
+		t.Fatalf("a Tell after another process destroyed the actor = %+v, %v (want a new incarnation at seq 1)", third, err)
+	}
+	if pk, _ := b1.pks.Get(r); pk != third.ActorPK {
+		t.Fatalf("the cache kept the destroyed incarnation's key %d", pk)
+	}
+	var full *actor.MailboxFullError
+	if _, err := tell(b1, 1); !errors.As(err, &full) {
+		t.Fatalf("a Tell to a full mailbox by the cached key: %v, want MailboxFullError", err)
+	}
+	a, err := b1.ActorGet(ctx, r)
+	if err != nil || a.Unfinished != 1 {
+		t.Fatalf("after the refused Tell: %+v, %v", a, err)
+	}
+}

@@ -191,6 +191,11 @@ func TestRoundTrips(t *testing.T) {
 			}
 			pk = res[0].ActorPK
 		})
+		measure("Tell (to an actor told before: by its key)", 1, func() {
+			if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}}); err != nil {
+				t.Fatal(err)
+			}
+		})
 		batch := make([]store.NewMessage, 3*k)
 		for i := range batch {
 			batch[i] = store.NewMessage{Ref: actor.Ref{Type: "rt", ID: fmt.Sprintf("%s-%d", id, i%3)}, Name: "m"}

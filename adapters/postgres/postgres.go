@@ -87,6 +87,9 @@ type Backend struct {
 	// keyRetries counts one-statement enqueues redone with locks first
 	// because a concurrent enqueue used one of their keys.
 	keyRetries atomic.Int64
+	// pks holds the keys of actors this backend enqueued to, for the
+	// plain-UPDATE Tell (plainHot).
+	pks store.PKCache
 }
 
 var (

@@ -250,6 +250,7 @@ func (b *Backend) ActorDestroy(ctx context.Context, ref actor.Ref) (bool, error)
 	bt.exec("destroy: delete results", `DELETE FROM ductus_results WHERE message_id IN (SELECT id FROM ductus_messages WHERE actor_pk = `+pk+`)`, ref.Type, ref.ID)
 	bt.exec("destroy: delete messages", `DELETE FROM ductus_messages WHERE actor_pk = `+pk, ref.Type, ref.ID)
 	bt.exec("destroy: delete the actor", `DELETE FROM ductus_actors WHERE type = $1 AND id = $2`, ref.Type, ref.ID)
+	b.pks.Drop(ref)
 	if err := bt.run(ctx, b.pool); err != nil {
 		return false, err
 	}
