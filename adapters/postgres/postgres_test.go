@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/crashtest"
 	"github.com/ductus/ductus/runtime/scenariotest"
 	"github.com/ductus/ductus/runtime/store"
@@ -229,4 +230,29 @@ func TestCrashEffects(t *testing.T) {
 		t.Skip("the crash test runs in full mode only")
 	}
 	crashtest.RunEffects(t, crashtest.Config{DSN: "crash_effects|" + testDSN, Open: openCrash})
+}
+
+// TestTakeAsyncCommitStaysLocal: the take commits without waiting for its
+// WAL flush, and that setting must end with the take's transaction: the
+// next transaction on the same connection (a turn's commit, which must be
+// durable before it returns) runs with synchronous_commit on.
+func TestTakeAsyncCommitStaysLocal(t *testing.T) {
+	b := openSchema(t, newSchema(), func(pc *pgxpool.Config) { pc.MaxConns, pc.MinConns = 1, 1 })
+	ctx := ctxT(t)
+	r := actor.Ref{Type: "async", ID: "x"}
+	if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := b.LeaseClaim(ctx, &store.LeaseClaimParams{Owner: "w", TTL: time.Minute, Limit: 1, Types: []string{"async"}})
+	if err != nil || len(ls) != 1 {
+		t.Fatal(ls, err)
+	}
+	msgs, err := b.MessageTake(ctx, &store.MessageTakeParams{Owner: "w", Lease: ls[0].LeaseRef, Limit: 8})
+	if err != nil || len(msgs) != 1 {
+		t.Fatal(msgs, err)
+	}
+	var setting string
+	if err := b.Pool().QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil || setting != "on" {
+		t.Fatalf("after a take the connection's synchronous_commit is %q (%v), want on", setting, err)
+	}
 }
