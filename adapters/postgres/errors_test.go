@@ -49,6 +49,8 @@ func TestParseSignal(t *testing.T) {
 		done []int64
 	}{
 		{"w", true, true, nil},
+		{"w:42", true, true, nil},
+		{"w:x", false, false, nil},
 		{"d:1", true, false, []int64{1}},
 		{"d:1,22,333", true, false, []int64{1, 22, 333}},
 		{"d:", false, false, nil},
@@ -66,6 +68,9 @@ func TestParseSignal(t *testing.T) {
 				t.Errorf("parseSignal(%q) = %+v", c.in, s)
 			}
 		}
+	}
+	if s, _ := parseSignal("w:42"); len(s.PKs) != 1 || s.PKs[0] != 42 {
+		t.Errorf("parseSignal(w:42) = %+v, want the actor 42 named", s)
 	}
 	ids := make([]int64, 3000)
 	for i := range ids {

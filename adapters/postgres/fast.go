@@ -423,7 +423,14 @@ func (b *Backend) queueFast(bt *batch, p *store.MailboxEnqueueParams, plan []sto
 			capArgs...), a.sys)...)
 	}
 	if p.Signal {
-		bt.exec("enqueue: notify", sqlNotify, b.channel, "w")
+		// Naming the actor (when its key is known) lets the process that
+		// holds it run it at once: an Ask's way to the worker is one query
+		// shorter.
+		payload := "w"
+		if pk, ok := b.pks.Get(plan[0].Ref); ok && len(plan) == 1 {
+			payload = "w:" + strconv.FormatInt(pk, 10)
+		}
+		bt.exec("enqueue: notify", sqlNotify, b.channel, payload)
 	}
 	return f
 }

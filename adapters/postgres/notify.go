@@ -164,6 +164,13 @@ func parseSignal(payload string) (store.Signal, bool) {
 	if payload == "w" {
 		return store.Signal{Work: true}, true
 	}
+	if pk, ok := strings.CutPrefix(payload, "w:"); ok {
+		n, err := strconv.ParseInt(pk, 10, 64)
+		if err != nil {
+			return store.Signal{}, false
+		}
+		return store.Signal{Work: true, PKs: []int64{n}}, true
+	}
 	rest, ok := strings.CutPrefix(payload, "d:")
 	if !ok {
 		return store.Signal{}, false

@@ -260,6 +260,26 @@ func (h *Host) pollOwned(ctx context.Context) {
 	}
 }
 
+// wakeNamed runs the actors a signal names when this process holds every
+// one of them (no query to find them), and reports whether it did; when
+// the signal names none, or one is held elsewhere, the caller polls.
+func (h *Host) wakeNamed(pks []int64) bool {
+	if len(pks) == 0 {
+		return false
+	}
+	for _, pk := range pks {
+		if !h.cache.has(pk) {
+			return false
+		}
+	}
+	for _, pk := range pks {
+		if a, _ := h.cache.wakeIdle(pk); a != nil {
+			h.schedule(a)
+		}
+	}
+	return true
+}
+
 // executorLoop runs passes over activations, one at a time.
 func (h *Host) executorLoop(ctx context.Context) {
 	for {
@@ -290,7 +310,9 @@ func (h *Host) listen(ctx context.Context, sig store.Signaler) {
 				h.poke(h.wake)
 				h.poke(h.fxWake)
 				h.poke(h.sendWk)
-				h.pollOwned(ctx)
+				if !h.wakeNamed(s.PKs) {
+					h.pollOwned(ctx)
+				}
 			}
 			for _, id := range s.Done {
 				h.waiters.signal(id, nil)

@@ -182,6 +182,10 @@ type Row interface {
 type Signal struct {
 	Work bool    // new work was enqueued somewhere
 	Done []int64 // these messages finished
+	// PKs, when set with Work, names the actors the work went to (an
+	// adapter may know them): a process holding them runs them at once,
+	// without looking for what is due.
+	PKs []int64
 }
 
 // Signaler is implemented by backends that wake other processes (Postgres

@@ -1,0 +1,69 @@
+package host
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// signalBackend lets a test deliver cross-process signals by hand and
+// counts the polls for owned actors with work.
+type signalBackend struct {
+	store.Backend
+	mu     sync.Mutex
+	listen func(store.Signal)
+	polls  atomic.Int64
+}
+
+func (s *signalBackend) Listen(ctx context.Context, fn func(store.Signal)) error {
+	s.mu.Lock()
+	s.listen = fn
+	s.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+func (s *signalBackend) LeaseOwnedDue(ctx context.Context, owner string) ([]store.LeaseRef, error) {
+	s.polls.Add(1)
+	return s.Backend.LeaseOwnedDue(ctx, owner)
+}
+
+// TestSignalNamingAHeldActorRunsIt: a work signal that names an actor this
+// process holds runs it at once, without the poll for owned actors with
+// work (the query an Ask from another process used to wait for).
+func TestSignalNamingAHeldActorRunsIt(t *testing.T) {
+	raw := openSQLite(t)
+	be := &signalBackend{Backend: raw}
+	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.PollInterval = time.Hour })
+	ctx := testCtx(t)
+	r := tref("held")
+	if _, err := h.Ask(ctx, r, "add", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Another process's enqueue: straight to the store, no local wake-up.
+	res, err := raw.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "add", Args: []byte("1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fn func(store.Signal)
+	testutil.Eventually(t, 5*time.Second, "the listener", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		fn = be.listen
+		return fn != nil
+	})
+	before := be.polls.Load()
+	fn(store.Signal{Work: true, PKs: []int64{res[0].ActorPK}})
+	testutil.Eventually(t, 5*time.Second, "the named actor's message", func() bool {
+		return messageState(t, raw, actor.MessageID(res[0].MessageID)) == store.MessageCompleted
+	})
+	if n := be.polls.Load() - before; n != 0 {
+		t.Fatalf("the signal naming a held actor cost %d polls for owned work", n)
+	}
+}
