@@ -188,3 +188,8 @@ func (b *Backend) Notify(ctx context.Context, s store.Signal) error {
 	}
 	return nil
 }
+
+// NotifyInterval implements store.NotifyPacer: every work signal is a
+// commit of its own, and other processes read the table only every poll
+// interval, so the runtime sends at most one per interval.
+func (b *Backend) NotifyInterval() time.Duration { return b.poll }

@@ -3,8 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -149,7 +151,8 @@ func TestStoppedInterfaceAnswersAEOverMLLP(t *testing.T) {
 function toEmr(msg) { if (msg.get("PID-3.1") === "LOOP") { while (true) {} } return msg; }
 function transform(msg) { return toEmr(msg); }
 `
-	e := runningWith(t, project(t, files), testBackend(t), Options{Host: fastLaneRetry})
+	proj := project(t, files)
+	e := runningWith(t, proj, testBackend(t), Options{Host: fastLaneRetry})
 	for i := 0; i < 3; i++ {
 		if a := sendOne(t, listen, adtMessage("LOOP", fmt.Sprintf("L%d", i))); a.Code != "AA" {
 			t.Fatalf("before the stop: %s", a.Code)
@@ -159,6 +162,14 @@ function transform(msg) { return toEmr(msg); }
 	a := sendOne(t, listen, adtMessage("M1", "AFTER"))
 	if a.Code != "AE" || !strings.Contains(a.Text, "stopped") {
 		t.Fatalf("a stopped interface answered %s %q, want AE saying it is stopped", a.Code, a.Text)
+	}
+	// The operator fixes the script, then restarts the interface (which
+	// reads it again). Restarting the unfixed script would stop the
+	// interface again after the three LOOP deliveries still pending, and
+	// whether AFTER ran before that would be a race.
+	fixed := "function toEmr(msg) { return msg; }\nfunction transform(msg) { return msg; }\n"
+	if err := os.WriteFile(filepath.Join(proj.Dir, "interfaces", "adt", "transform.js"), []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if err := e.RestartInterface(context.Background(), "adt"); err != nil {
 		t.Fatal(err)

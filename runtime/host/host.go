@@ -342,10 +342,17 @@ func (h *Host) signalSoon() {
 
 // notifyLoop sends at most one work signal per debounce window, whatever
 // the number of enqueues in it: a burst of commits costs one notification,
-// and no commit waits for one.
+// and no commit waits for one. The first signal after a quiet spell goes
+// out 2 ms after the enqueue that asked for it; a backend that paces its
+// signals (store.NotifyPacer) then holds the next one back until its
+// interval has passed.
 func (h *Host) notifyLoop(ctx context.Context, n store.Notifier) {
 	defer h.ntOn.Store(false) // later enqueues signal in their own commits
 	const window = 2 * time.Millisecond
+	interval := window
+	if p, ok := n.(store.NotifyPacer); ok {
+		interval = max(p.NotifyInterval(), window)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -356,6 +363,9 @@ func (h *Host) notifyLoop(ctx context.Context, n store.Notifier) {
 		if h.ntWant.Swap(false) {
 			if err := n.Notify(ctx, store.Signal{Work: true}); err != nil && ctx.Err() == nil {
 				h.log.Warn("waking other processes failed; they find the work at their next poll", "err", err)
+			}
+			if interval > window {
+				sleep(ctx, interval-window)
 			}
 		}
 	}

@@ -219,3 +219,13 @@ type EffectsByMessage interface {
 type Notifier interface {
 	Notify(ctx context.Context, s Signal) error
 }
+
+// NotifyPacer is implemented by a Notifier whose work signals each cost a
+// durable commit of their own (MySQL's signal table, read by polling): the
+// runtime sends at most one work signal per NotifyInterval instead of one
+// per 2 ms. A listener that reads only every poll interval loses nothing
+// when the signals are paced to that interval, and a process telling one
+// actor at a time no longer spends a commit in three on notifications.
+type NotifyPacer interface {
+	NotifyInterval() time.Duration
+}
