@@ -95,7 +95,10 @@ func (e *postgresEnv) baseline(ctx context.Context, dsn string, conns int, d tim
 	})
 }
 
-// statementCounter counts every statement a pgx connection sends.
+// statementCounter counts every statement a pgx connection sends: single
+// queries (QueryTracer) and each query of a batch (BatchTracer: pgx reports
+// batched statements only there, so without it a turn sent as one batch
+// would count as nothing).
 type statementCounter struct{ n *atomic.Int64 }
 
 func (s *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -104,6 +107,16 @@ func (s *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ p
 }
 
 func (s *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (s *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	s.n.Add(1)
+}
+
+func (s *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func redactDSN(dsn string) string {
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
