@@ -36,8 +36,8 @@ type Config struct {
 	Workers   int
 	NoWorkers bool
 	// BatchSize is K: how many ready messages a turn takes and commits
-	// together (default 128, chosen by measuring K = 1..512 on SQLite: see
-	// the README's benchmark section).
+	// together (default 128, chosen by measuring K = 1..512 on SQLite and
+	// PostgreSQL: see "Choosing K" in the README's benchmark section).
 	BatchSize int
 	// LeaseTTL is an activation lease's length (default 30s); leases are
 	// renewed every RenewEvery (default LeaseTTL/3) while cached.
