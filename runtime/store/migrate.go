@@ -95,13 +95,34 @@ func Migrate(ctx context.Context, m Migrator, fsys fs.FS) error {
 
 // SplitStatements splits a migration file into statements at semicolons
 // that end a line, for drivers that run one statement per call. Migration
-// files keep to that layout (no semicolon at a line end inside a statement).
+// files keep to that layout (no semicolon at a line end inside a
+// statement), except between a line "-- +ductus StatementBegin" and a line
+// "-- +ductus StatementEnd": that block is one statement whatever it holds
+// (a stored procedure's body is statements ending in semicolons).
 func SplitStatements(sql string) []string {
 	var out []string
 	var cur strings.Builder
+	block := false
 	for _, line := range strings.Split(sql, "\n") {
 		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "--") && cur.Len() == 0 {
+		switch {
+		case trimmed == StatementBegin:
+			block = true
+			continue
+		case trimmed == StatementEnd:
+			block = false
+			if s := strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"); s != "" {
+				out = append(out, s)
+			}
+			cur.Reset()
+			continue
+		case block:
+			cur.WriteString(line)
+			cur.WriteByte('\n')
+			continue
+		}
+		if (trimmed == "" || strings.HasPrefix(trimmed, "--")) && strings.TrimSpace(cur.String()) == "" {
+			cur.Reset() // comments and blank lines between statements are not sent
 			continue
 		}
 		cur.WriteString(line)
@@ -118,3 +139,9 @@ func SplitStatements(sql string) []string {
 	}
 	return out
 }
+
+// The lines that open and close a block SplitStatements keeps whole.
+const (
+	StatementBegin = "-- +ductus StatementBegin"
+	StatementEnd   = "-- +ductus StatementEnd"
+)
