@@ -13,9 +13,10 @@ import (
 // (migrations/mysql/0003_tell_procedure.sql): it locks the actor row by its
 // cached key (checked against type and id, and against the mailbox cap),
 // advances it, inserts the message and its ready row, commits, and returns
-// the sequence and the message ID. The same statements sent as one
-// multi-statement batch cost the server twice as much, most of it parsing
-// them again on every Tell; a procedure's statements are parsed once per
+// the sequence and the message ID. The same work sent as one
+// multi-statement text batch is parsed again on every Tell and cost the
+// server about twice as much (0.51-0.54 ms against 0.28-0.34 ms for a
+// one-row INSERT and COMMIT); a procedure's statements are parsed once per
 // connection. When the procedure finds no row to lock (the actor was
 // destroyed and recreated, or its mailbox is full) it rolls back and
 // returns NULLs, and the general path runs and reports exactly what

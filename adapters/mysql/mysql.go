@@ -12,10 +12,10 @@
 //     nothing is prepared). A Tell to a known actor, a take and a turn's
 //     commit (with or without the next take) are one round trip each; a
 //     claim is three (scan, lock, lease). The Tell, the most frequent, is
-//     a stored procedure's CALL instead (see fast.go): parsing its batch
-//     again on every call was half of its server time. Caller transactions (Begin) use a
-//     second pool without multi-statements, so application SQL keeps the
-//     driver's defaults.
+//     a stored procedure's CALL instead (see fast.go): as a batch, parsed
+//     again on every call, it cost the server twice a bare commit. Caller
+//     transactions (Begin) use a second pool without multi-statements, so
+//     application SQL keeps the driver's defaults.
 //   - Every adapter transaction is READ COMMITTED, set per transaction in
 //     the same round trip as START TRANSACTION: InnoDB then takes record
 //     locks only, and the reads inside INSERT ... SELECT and UPDATE ...
