@@ -54,7 +54,7 @@ RETURNING l.actor_pk`
         WHERE e.actor_pk = l.pk AND e.state = 'pending' AND e.ordered ORDER BY e.id LIMIT $3) h
 )
 UPDATE ductus_effects e SET lease_owner = $4, attempts = e.attempts + 1, due_at = now() + $5::bigint` + us + `
-FROM hd, ductus_actors a WHERE e.id = hd.id AND hd.take AND e.state = 'pending' AND a.pk = e.actor_pk
+FROM ductus_actors a WHERE e.id = ANY (ARRAY (SELECT id FROM hd WHERE take)) AND e.state = 'pending' AND a.pk = e.actor_pk
 ` + effectReturning
 	// sqlSettleIdleLanes gives back the claimed lanes whose run took
 	// nothing: a lane whose head is now leased here keeps its claim.
@@ -95,22 +95,26 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 		return err
 	}
 	var bt batch
-	bt.query("claim effects", scan, sqlClaimUnordered, p.Owner, ttl, p.Names, p.Limit)
-	bt.query("claim effect lanes", func(rows pgx.Rows) error {
-		var pk int64
-		lanes = append(lanes, pk)
-		return rows.Scan(&lanes[len(lanes)-1])
-	}, sqlClaimEffectLanes, ttl, p.Limit, p.Names)
+	customPlan(&bt, "claim effects", func() {
+		bt.query("claim effects", scan, sqlClaimUnordered, p.Owner, ttl, p.Names, p.Limit)
+		bt.query("claim effect lanes", func(rows pgx.Rows) error {
+			var pk int64
+			lanes = append(lanes, pk)
+			return rows.Scan(&lanes[len(lanes)-1])
+		}, sqlClaimEffectLanes, ttl, p.Limit, p.Names)
+	})
 	if err := bt.run(ctx, b.pool); err != nil {
 		return nil, err
 	}
 	if len(lanes) > 0 {
 		slices.Sort(lanes)
 		bt = batch{}
-		shareActors(&bt, "claim effect lanes", actorsOfPKs, lanes)
-		bt.exec("claim effect lanes", sqlLockLanes, "effect", lanes)
-		bt.query("claim ordered effects", scan, sqlClaimRuns, lanes, p.Names, run, p.Owner, ttl)
-		bt.exec("claim effect lanes", sqlSettleIdleLanes, lanes, p.Owner)
+		customPlan(&bt, "claim ordered effects", func() {
+			shareActors(&bt, "claim effect lanes", actorsOfPKs, lanes)
+			bt.exec("claim effect lanes", sqlLockLanes, "effect", lanes)
+			bt.query("claim ordered effects", scan, sqlClaimRuns, lanes, p.Names, run, p.Owner, ttl)
+			bt.exec("claim effect lanes", sqlSettleIdleLanes, lanes, p.Owner)
+		})
 		if err := bt.run(ctx, b.pool); err != nil {
 			return nil, err
 		}
@@ -128,7 +132,7 @@ const sqlFinishEffects = `UPDATE ductus_effects e SET
     due_at = CASE WHEN u.kind IN ('r', 'f') THEN now() + u.retry` + us + ` ELSE e.due_at END,
     finished_at = CASE WHEN u.kind IN ('s', 'd') THEN now() ELSE e.finished_at END
 FROM unnest($2::bigint[], $3::int[], $4::text[], $5::json[], $6::text[], $7::bigint[]) AS u(id, attempt, kind, result, error, retry)
-WHERE e.id = u.id AND e.lease_owner = $1 AND e.attempts = u.attempt AND e.state = 'pending'
+WHERE e.id = ANY ($2::bigint[]) AND e.id = u.id AND e.lease_owner = $1 AND e.attempts = u.attempt AND e.state = 'pending'
 RETURNING e.id, e.actor_pk, e.ordered`
 
 // EffectFinish implements store.Backend. Each outcome applies only while
@@ -168,22 +172,24 @@ func (b *Backend) EffectFinish(ctx context.Context, p *store.EffectFinishParams)
 		var outcomes []store.NewMessage
 		seenLane := map[int64]bool{}
 		var bt batch
-		shareActors(&bt, "record effect outcomes", actorsOfEffects, ids)
-		bt.query("record effect outcomes", func(rows pgx.Rows) error {
-			var id, pk int64
-			var ordered bool
-			if err := rows.Scan(&id, &pk, &ordered); err != nil {
-				return err
-			}
-			if ordered && !seenLane[pk] {
-				seenLane[pk] = true
-				lanes = append(lanes, pk)
-			}
-			if o := byID[id]; o != nil && o.Outcome != nil {
-				outcomes = append(outcomes, *o.Outcome)
-			}
-			return nil
-		}, sqlFinishEffects, p.Owner, ids, attempts, kinds, results, errs, retry)
+		customPlan(&bt, "record effect outcomes", func() {
+			shareActors(&bt, "record effect outcomes", actorsOfEffects, ids)
+			bt.query("record effect outcomes", func(rows pgx.Rows) error {
+				var id, pk int64
+				var ordered bool
+				if err := rows.Scan(&id, &pk, &ordered); err != nil {
+					return err
+				}
+				if ordered && !seenLane[pk] {
+					seenLane[pk] = true
+					lanes = append(lanes, pk)
+				}
+				if o := byID[id]; o != nil && o.Outcome != nil {
+					outcomes = append(outcomes, *o.Outcome)
+				}
+				return nil
+			}, sqlFinishEffects, p.Owner, ids, attempts, kinds, results, errs, retry)
+		})
 		if err := bt.run(ctx, t); err != nil {
 			return err
 		}
@@ -319,4 +325,21 @@ func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]
 	}
 	return b.listEffects(ctx, "list effects of messages", `SELECT `+effectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 		WHERE e.message_id = ANY($1::bigint[]) ORDER BY e.id`, messageIDs)
+}
+
+// customPlan queues the statements add queues to run with custom plans,
+// then restores the connection's generic plans. Connections force generic
+// plans (see Open), and a generic plan is kept until the table's
+// statistics change: the plans of the ordered-effect statements built
+// while ductus_effects was empty (a fresh database, before autovacuum's
+// first ANALYZE) joined the rows to update with a scan of the whole table,
+// and stayed after it held thousands of rows (a run's lease took up to
+// 1.3 s with 10,000 effects; one benchmark run in three was twenty times
+// slower). A custom plan is made with the table's current size; these
+// statements run once per claim or flush of up to 50 outcomes, so the
+// planning costs little.
+func customPlan(bt *batch, op string, add func()) {
+	bt.exec(op+": choose the plan", sqlPlanMode, "force_custom_plan")
+	add()
+	bt.exec(op+": choose the plan", sqlPlanMode, "force_generic_plan")
 }

@@ -133,9 +133,11 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	// connection. Left to choose, PostgreSQL re-plans the enqueue and take
 	// statements on every execution (their row estimates depend on array
 	// and LIMIT parameters), and planning cost more than running them. The
-	// one statement whose best plan depends on its input size (a large
-	// many-actor enqueue) asks for a custom plan itself; the caller's own
-	// transactions and queries run with the server's default.
+	// statements whose best plan depends on their input size (a large
+	// many-actor enqueue) or that a plan made on an empty table would ruin
+	// (the ordered effects', see customPlan) ask for custom plans
+	// themselves; the caller's own transactions and queries run with the
+	// server's default.
 	cc.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "ductus"
