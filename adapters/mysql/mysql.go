@@ -419,12 +419,8 @@ func (m migrator) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
 func (m migrator) MigrationApply(ctx context.Context, f store.MigrationFile) error {
 	for i, s := range store.SplitStatements(f.SQL) {
 		if _, err := m.conn.ExecContext(ctx, s); err != nil {
-			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == 1061 && strings.HasPrefix(strings.ToUpper(withoutComments(s)), "CREATE INDEX") {
-				continue // applied before the file was recorded: MySQL has no CREATE INDEX IF NOT EXISTS
-			}
-			if errors.As(err, &me) && me.Number == 1304 && strings.HasPrefix(strings.ToUpper(withoutComments(s)), "CREATE PROCEDURE") {
-				continue // the same: MySQL before 8.0.29 has no CREATE PROCEDURE IF NOT EXISTS
+			if existedBefore(err, s) {
+				continue // applied before the file was recorded
 			}
 			return classify(fmt.Sprintf("apply %s statement %d", f.Name, i+1), err)
 		}
@@ -451,6 +447,27 @@ func (d driverLog) Print(v ...any) { d.l.Warn("mysql: driver: " + fmt.Sprint(v..
 
 // withoutComments drops the comment lines a statement of a migration file
 // opens with.
+// alreadyExists maps the statements MySQL cannot write IF NOT EXISTS
+// (CREATE INDEX; CREATE PROCEDURE before 8.0.29) to the error each raises
+// when its object exists.
+var alreadyExists = map[string]uint16{"CREATE INDEX": 1061, "CREATE PROCEDURE": 1304}
+
+// existedBefore reports whether statement s failed only because what it
+// creates exists already: a file interrupted after it ran is run again.
+func existedBefore(err error, s string) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	head := strings.ToUpper(withoutComments(s))
+	for prefix, code := range alreadyExists {
+		if me.Number == code && strings.HasPrefix(head, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 func withoutComments(s string) string {
 	for {
 		s = strings.TrimSpace(s)
