@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,70 +76,52 @@ func fenceArgs(owner string, l store.LeaseRef) []any { return []any{l.ActorPK, o
 // whole, which would lock every actor's rows.
 const olderClaims = `SELECT COUNT(*) FROM ductus_claimed FORCE INDEX (ductus_claimed_actor) WHERE actor_pk = ? AND generation + 0 < ?`
 
-// MessageTake implements store.Backend in one round trip.
+// MessageTake implements store.Backend in one round trip: START
+// TRANSACTION, one CALL of ductus_take_1 (migrations/mysql/
+// 0004_take_procedure.sql), COMMIT.
 func (b *Backend) MessageTake(ctx context.Context, p *store.MessageTakeParams) ([]store.Message, error) {
 	var out []store.Message
 	err := b.txn(ctx, nil, func(s *session) error {
-		out = nil
-		l := p.Lease
 		w := newBatch("take messages")
-		w.exec(sqlLockRow, l.ActorPK)
-		// A paused actor's cached activation takes nothing. The rows taken
-		// now carry @ductus_at, which tells a take that moved nothing.
-		w.exec(`SET @ductus_ok = (SELECT COUNT(*) FROM ductus_actors WHERE `+fenceWhere+`),
-			@ductus_take = (SELECT COUNT(*) FROM ductus_actors WHERE `+fenceWhere+` AND paused = 0), @ductus_at = NOW(6)`,
-			append(fenceArgs(p.Owner, l), fenceArgs(p.Owner, l)...)...)
-		w.exec(`SET @ductus_readopted = @ductus_take * (`+olderClaims+`)`, l.ActorPK, l.Generation)
-		w.exec(`UPDATE ductus_claimed FORCE INDEX (ductus_claimed_actor) SET generation = ?, attempt = attempt + 1, claimed_at = @ductus_at
-			WHERE actor_pk = ? AND generation + 0 < ? AND @ductus_take`, l.Generation, l.ActorPK, l.Generation)
-		// The window numbers the first limit ready rows, so the rows moved
-		// and the rows re-adopted together stay within limit.
-		w.exec(`INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at)
-			SELECT r.message_id, r.actor_pk, r.seq, ?, m.attempts + 1, @ductus_at
-			FROM (SELECT message_id, actor_pk, seq, ROW_NUMBER() OVER (ORDER BY seq) AS rn
-				FROM (SELECT message_id, actor_pk, seq FROM ductus_ready WHERE actor_pk = ? ORDER BY seq LIMIT ?) f) r
-			JOIN ductus_messages m ON m.id = r.message_id
-			WHERE @ductus_take AND r.rn <= ? - @ductus_readopted AND r.seq < `+notDue,
-			l.Generation, l.ActorPK, p.Limit, p.Limit, l.ActorPK, p.Limit)
-		var ok, got int64
-		w.query(func(rows *sql.Rows) error {
-			for rows.Next() {
-				if err := rows.Scan(&ok, &got); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, `SELECT @ductus_ok, (SELECT COUNT(*) FROM ductus_claimed WHERE actor_pk = ? AND generation = ? AND claimed_at = @ductus_at)`,
-			l.ActorPK, l.Generation)
-		msgs := moveAndRead(w, l)
+		t := callTake(w, p.Owner, p.Lease, p.Limit, "TRUE")
 		if err := s.commit(ctx, w); err != nil {
 			return err
 		}
-		if ok != 1 {
-			return lost(l)
+		if t.ok != 1 {
+			return lost(p.Lease)
 		}
-		if got > 0 {
-			out = *msgs
-		}
+		out = t.msgs
 		return nil
 	})
 	return out, err
 }
 
-// notDue bounds a take at the first ready message not yet due (a message
-// backing off, or delayed, holds back every later one); only the first
-// limit rows are looked at, so a take costs the same whatever the mailbox
-// or the history holds. Arguments: actor, limit.
-const notDue = `COALESCE((SELECT MIN(x.seq) FROM (SELECT seq, due_at FROM ductus_ready WHERE actor_pk = ? ORDER BY seq LIMIT ?) x
-	WHERE x.due_at > NOW(6)), 9223372036854775807)`
+// take is what ductus_take_1 answered.
+type take struct {
+	ok, taken int64
+	msgs      []store.Message
+}
 
-// moveAndRead removes the generation's newly claimed rows from ready and
-// reads the generation's claimed messages in order.
-func moveAndRead(w *batch, l store.LeaseRef) *[]store.Message {
-	w.exec(`DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN ductus_ready r ON r.message_id = c.message_id
-		WHERE c.actor_pk = ? AND c.generation = ? AND @ductus_take`, l.ActorPK, l.Generation)
-	msgs := new([]store.Message)
+// callTake adds a CALL of ductus_take_1 to w; guard is an SQL boolean (the
+// commit's fence, or TRUE). Its answer is in the returned take once w ran.
+func callTake(w *batch, owner string, l store.LeaseRef, limit int, guard string) *take {
+	t := &take{}
 	w.query(func(rows *sql.Rows) error {
+		t.msgs = nil
+		for rows.Next() {
+			if err := rows.Scan(&t.ok, &t.taken); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if !rows.NextResultSet() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return errors.New("ductus_take_1 returned no messages result set")
+		}
 		for rows.Next() {
 			var m store.Message
 			var args string
@@ -146,13 +129,11 @@ func moveAndRead(w *batch, l store.LeaseRef) *[]store.Message {
 				return err
 			}
 			m.Args = []byte(args)
-			*msgs = append(*msgs, m)
+			t.msgs = append(t.msgs, m)
 		}
 		return nil
-	}, `SELECT c.message_id, c.seq, m.name, m.args, c.attempt, m.ask, m.enqueued_at, m.available_at
-		FROM ductus_claimed c JOIN ductus_messages m ON m.id = c.message_id
-		WHERE c.actor_pk = ? AND c.generation = ? AND @ductus_take ORDER BY c.seq`, l.ActorPK, l.Generation)
-	return msgs
+	}, `CALL ductus_take_1(?, ?, ?, ?, `+guard+`)`, l.ActorPK, owner, l.Generation, limit)
+	return t
 }
 
 // TurnCommit implements store.Backend in one round trip. The fence also
@@ -219,12 +200,13 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 				SELECT id, actor_pk, seq, available_at FROM ductus_messages WHERE actor_pk = ? AND id IN (`+sqltx.List(len(p.Returned))+`) AND @ductus_ok = 1`,
 				append([]any{l.ActorPK}, sqltx.Int64s(p.Returned)...)...)
 		}
-		// By primary key: the runtime names every message it took
-		// (completed, failed or returned).
+		// The generation's range of the claimed index (its rows are this
+		// activation's alone), filtered by the IDs: the runtime names every
+		// message it took (completed, failed or returned).
 		if len(ids) > 0 {
-			w.exec(`DELETE c FROM `+idTable+` STRAIGHT_JOIN ductus_claimed c FORCE INDEX (PRIMARY) ON c.message_id = v.id
-				WHERE c.actor_pk = ? AND c.generation = ? AND @ductus_ok = 1`,
-				idList(ids), l.ActorPK, l.Generation)
+			w.exec(`DELETE c FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor)
+				WHERE c.actor_pk = ? AND c.generation = ? AND c.message_id IN (`+sqltx.List(len(ids))+`) AND @ductus_ok = 1`,
+				append([]any{l.ActorPK, l.Generation}, sqltx.Int64s(ids)...)...)
 		}
 		stage(w, p)
 		if readyChanges {
@@ -232,20 +214,13 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 			// on SQLite: taken messages keep the actor due).
 			w.exec(`UPDATE ductus_actors SET head_due = `+head+` WHERE pk = ? AND @ductus_ok = 1`, l.ActorPK, l.ActorPK)
 		}
-		var next *[]store.Message
+		var next *take
 		if p.TakeNext > 0 {
-			// Messages an earlier generation left claimed are re-adopted by
-			// MessageTake only (they exist just before a generation's first
-			// take); with any, TakeNext takes nothing and the runtime's next
-			// MessageTake runs them first.
-			w.exec(`SET @ductus_take = @ductus_ok = 1 AND (SELECT paused FROM ductus_actors WHERE pk = ?) = 0 AND (`+olderClaims+`) = 0`,
-				l.ActorPK, l.ActorPK, l.Generation)
-			w.exec(`INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at)
-				SELECT r.message_id, r.actor_pk, r.seq, ?, m.attempts + 1, NOW(6)
-				FROM ductus_ready r JOIN ductus_messages m ON m.id = r.message_id
-				WHERE r.actor_pk = ? AND @ductus_take AND r.seq < `+notDue+` ORDER BY r.seq LIMIT ?`,
-				l.Generation, l.ActorPK, l.ActorPK, p.TakeNext, p.TakeNext)
-			next = moveAndRead(w, l)
+			// The same procedure as MessageTake, guarded by the commit's
+			// fence. (It would re-adopt an earlier generation's claims as
+			// MessageTake does, but there are none after a generation's
+			// first take.)
+			next = callTake(w, p.Owner, l, p.TakeNext, "@ductus_ok = 1")
 		}
 		publishDone(w, p.SignalDone)
 		if err := s.commit(ctx, w); err != nil {
@@ -256,19 +231,47 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 				actor.ErrLostActivation, l.ActorPK, l.Generation)
 		}
 		if next != nil {
-			res.Next = *next
+			res.Next = next.msgs
 		}
 		return nil
 	})
 	return res, err
 }
 
-// complete marks messages done with their results: a single UPDATE by
-// primary key, with CASE for a batch.
+// complete marks messages done with their results. Messages that share a
+// result and an attempt (a turn of Tells: no result, first attempt) are one
+// UPDATE by an IN list of their keys; only a batch with many distinct
+// results (Asks) needs the CASE form, which costs the server a comparison
+// per row and branch (100 rows: 2.2 ms against 1.4 ms as one group, MariaDB
+// 10.11, 2026-12-03).
 func complete(w *batch, done []store.Completion) {
-	if len(done) == 1 {
-		c := done[0]
-		w.exec(`UPDATE ductus_messages SET completed_at = NOW(6), result = ?, attempts = ? WHERE id = ? AND @ductus_ok = 1`, sqltx.NullBytes(c.Result), c.Attempt, c.MessageID)
+	type key struct {
+		result  string
+		null    bool
+		attempt int
+	}
+	var order []key
+	groups := map[key][]any{}
+	for _, c := range done {
+		k := key{result: string(c.Result), null: c.Result == nil, attempt: c.Attempt}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], c.MessageID)
+	}
+	if len(order) <= 4 {
+		for _, k := range order {
+			ids := groups[k]
+			var result any
+			if !k.null {
+				result = k.result
+			}
+			for _, ch := range sqltx.Chunks(len(ids), 1000) {
+				part := ids[ch[0]:ch[1]]
+				w.exec(`UPDATE ductus_messages SET completed_at = NOW(6), result = ?, attempts = ? WHERE id IN (`+sqltx.List(len(part))+`) AND @ductus_ok = 1`,
+					append([]any{result, k.attempt}, part...)...)
+			}
+		}
 		return
 	}
 	for _, ch := range sqltx.Chunks(len(done), 300) {
