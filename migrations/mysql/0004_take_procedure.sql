@@ -37,6 +37,9 @@ BEGIN
     DECLARE v_taken INT DEFAULT 0;
     DECLARE v_old INT DEFAULT 0;
     DECLARE v_room INT DEFAULT 0;
+    DECLARE v_ready INT DEFAULT 0;
+    DECLARE v_moved TINYINT DEFAULT 0;
+    DECLARE v_first BIGINT DEFAULT NULL;
     DECLARE v_stop BIGINT DEFAULT NULL;
     DECLARE v_at DATETIME(6);
     -- Lock the row first (held until the caller's COMMIT: a claimer skips
@@ -59,21 +62,26 @@ BEGIN
             -- The first ready message not yet due (backing off, or
             -- delayed) holds back every later one; only the first v_room
             -- rows are looked at, so a take costs the same whatever the
-            -- mailbox or the history holds.
-            SELECT MIN(x.seq) INTO v_stop FROM (
+            -- mailbox or the history holds. With nothing due, nothing is
+            -- written (a commit's TakeNext often finds nothing).
+            SELECT COUNT(*), MIN(x.seq), MIN(CASE WHEN x.due_at > v_at THEN x.seq END) INTO v_ready, v_first, v_stop FROM (
                 SELECT seq, due_at FROM ductus_ready FORCE INDEX (ductus_ready_actor_seq)
-                WHERE actor_pk = p_pk ORDER BY seq LIMIT v_room) x
-                WHERE x.due_at > v_at;
-            INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at)
-                SELECT r.message_id, r.actor_pk, r.seq, p_gen, m.attempts + 1, v_at
-                FROM ductus_ready r FORCE INDEX (ductus_ready_actor_seq) STRAIGHT_JOIN ductus_messages m ON m.id = r.message_id
-                WHERE r.actor_pk = p_pk AND (v_stop IS NULL OR r.seq < v_stop)
-                ORDER BY r.seq LIMIT v_room;
-            DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN ductus_ready r ON r.message_id = c.message_id
-                WHERE c.actor_pk = p_pk AND c.generation = p_gen AND c.claimed_at = v_at;
+                WHERE actor_pk = p_pk ORDER BY seq LIMIT v_room) x;
+            IF v_ready > 0 AND (v_stop IS NULL OR v_stop > v_first) THEN
+                INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at)
+                    SELECT r.message_id, r.actor_pk, r.seq, p_gen, m.attempts + 1, v_at
+                    FROM ductus_ready r FORCE INDEX (ductus_ready_actor_seq) STRAIGHT_JOIN ductus_messages m ON m.id = r.message_id
+                    WHERE r.actor_pk = p_pk AND (v_stop IS NULL OR r.seq < v_stop)
+                    ORDER BY r.seq LIMIT v_room;
+                DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN ductus_ready r ON r.message_id = c.message_id
+                    WHERE c.actor_pk = p_pk AND c.generation = p_gen AND c.claimed_at = v_at;
+                SET v_moved = 1;
+            END IF;
         END IF;
-        SELECT COUNT(*) INTO v_taken FROM ductus_claimed FORCE INDEX (ductus_claimed_actor)
-            WHERE actor_pk = p_pk AND generation = p_gen AND claimed_at = v_at;
+        IF v_old > 0 OR v_moved THEN
+            SELECT COUNT(*) INTO v_taken FROM ductus_claimed FORCE INDEX (ductus_claimed_actor)
+                WHERE actor_pk = p_pk AND generation = p_gen AND claimed_at = v_at;
+        END IF;
     END IF;
     SELECT v_ok, v_taken;
     SELECT c.message_id, c.seq, m.name, m.args, c.attempt, m.ask, m.enqueued_at, m.available_at

@@ -183,6 +183,56 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("recovery took %+v", got)
 		}
 	},
+	"ReadoptedClaimsCountAgainstTheLimit": func(t *testing.T, b store.Backend) {
+		// Three messages left claimed by a released generation, two more
+		// ready: a take of four re-adopts the three (next attempt) and
+		// moves one, in sequence order.
+		res := enqueueN(t, b, ref("x"), 5)
+		owner := newOwner()
+		l := claimOne(t, b, owner, ref("x"))
+		take(t, b, owner, l, 3)
+		if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+			t.Fatal(err)
+		}
+		owner2 := newOwner()
+		l2 := claimOne(t, b, owner2, ref("x"))
+		got := take(t, b, owner2, l2, 4)
+		if len(got) != 4 {
+			t.Fatalf("took %d messages, want 4: %+v", len(got), got)
+		}
+		for i, m := range got {
+			want := 2
+			if i == 3 {
+				want = 1
+			}
+			if m.ID != res[i].MessageID || m.Attempt != want {
+				t.Fatalf("message %d: %+v, want id %d at attempt %d", i, m, res[i].MessageID, want)
+			}
+		}
+		rest := commit(t, b, &store.TurnCommitParams{Owner: owner2, Lease: l2.LeaseRef, Completed: completeAll(got), TakeNext: 10})
+		if len(rest.Next) != 1 || rest.Next[0].ID != res[4].MessageID || rest.Next[0].Attempt != 1 {
+			t.Fatalf("TakeNext = %+v, want the fifth message", rest.Next)
+		}
+	},
+	"StaleCommitTakesNothingNext": func(t *testing.T, b store.Backend) {
+		// A stale generation's commit is refused, and its TakeNext must not
+		// move the ready messages either: the new generation takes them all.
+		res := enqueueN(t, b, ref("x"), 3)
+		owner := newOwner()
+		old := claim(t, b, owner, 150*time.Millisecond, 1)[0]
+		msgs := take(t, b, owner, old, 1)
+		time.Sleep(300 * time.Millisecond)
+		owner2 := newOwner()
+		cur := claimOne(t, b, owner2, ref("x"))
+		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, Completed: completeAll(msgs), TakeNext: 10})
+		if !errors.Is(err, actor.ErrLostActivation) {
+			t.Fatalf("the stale commit: %v, want ErrLostActivation", err)
+		}
+		got := take(t, b, owner2, cur, 10)
+		if len(got) != 3 || got[0].ID != res[0].MessageID || got[0].Attempt != 2 || got[1].Attempt != 1 || got[2].ID != res[2].MessageID {
+			t.Fatalf("the new generation took %+v, want all three (the first at attempt 2)", got)
+		}
+	},
 }
 
 var destroyTests = map[string]func(*testing.T, store.Backend){
