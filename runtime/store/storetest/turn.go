@@ -170,14 +170,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		// A worker that dies between take and commit leaves claimed rows;
 		// the next generation must get them back first.
 		res := enqueueN(t, b, ref("x"), 2)
-		owner := newOwner()
-		l := claimOne(t, b, owner, ref("x"))
-		take(t, b, owner, l, 1)
-		if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
-			t.Fatal(err)
-		}
-		owner2 := newOwner()
-		l2 := claimOne(t, b, owner2, ref("x"))
+		owner2, l2 := handOver(t, b, ref("x"), 1)
 		got := take(t, b, owner2, l2, 10)
 		if len(got) != 2 || got[0].ID != res[0].MessageID || got[0].Attempt != 2 || got[1].Attempt != 1 {
 			t.Fatalf("recovery took %+v", got)
@@ -188,14 +181,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		// ready: a take of four re-adopts the three (next attempt) and
 		// moves one, in sequence order.
 		res := enqueueN(t, b, ref("x"), 5)
-		owner := newOwner()
-		l := claimOne(t, b, owner, ref("x"))
-		take(t, b, owner, l, 3)
-		if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
-			t.Fatal(err)
-		}
-		owner2 := newOwner()
-		l2 := claimOne(t, b, owner2, ref("x"))
+		owner2, l2 := handOver(t, b, ref("x"), 3)
 		got := take(t, b, owner2, l2, 4)
 		if len(got) != 4 {
 			t.Fatalf("took %d messages, want 4: %+v", len(got), got)
@@ -300,4 +286,19 @@ var destroyTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("the old turn changed the new incarnation: %+v", a)
 		}
 	},
+}
+
+// handOver claims r, takes taken messages and releases the lease without
+// finishing them (a worker that died between take and commit), then claims
+// r again as a new owner.
+func handOver(t *testing.T, b store.Backend, r actor.Ref, taken int) (string, store.Lease) {
+	t.Helper()
+	owner := newOwner()
+	l := claimOne(t, b, owner, r)
+	take(t, b, owner, l, taken)
+	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+		t.Fatal(err)
+	}
+	owner2 := newOwner()
+	return owner2, claimOne(t, b, owner2, r)
 }
