@@ -52,10 +52,7 @@ func continuousTellProcess(ctx context.Context, r *runner) error {
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				for i := range batch {
-					batch[i] = actor.Envelope{Ref: actor.Ref{Type: counterType, ID: fmt.Sprintf("a%04d", next%1000)}, Message: "noop"}
-					next++
-				}
+				next = roundRobin(batch, next)
 				if _, err := c.TellBatch(ctx, batch); err != nil {
 					errc <- err
 					return
@@ -79,6 +76,17 @@ func continuousTellProcess(ctx context.Context, r *runner) error {
 		r.print("continuous_tell_process", float64(done)/elapsed.Seconds(), "msg/s", int(done))
 		return nil
 	})
+}
+
+// roundRobin fills batch with "noop" Tells to the 1,000 counters
+// a0000..a0999 in turn, the first to actor next, and returns where the
+// next batch starts.
+func roundRobin(batch []actor.Envelope, next int) int {
+	for i := range batch {
+		batch[i] = actor.Envelope{Ref: actor.Ref{Type: counterType, ID: fmt.Sprintf("a%04d", next%1000)}, Message: "noop"}
+		next++
+	}
+	return next
 }
 
 // queueRead measures the worker's read of K ready rows with 1 thousand

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,10 +20,9 @@ import (
 // backlog (split_process). For each half it also prints this process's
 // CPU per message and, when the backend's server runs on this machine
 // (mariadbd or mysqld for mysql, postgres for postgres, seen in /proc),
-// the server's:
-// on a machine whose cores are all busy, CPU per message is the figure to
-// compare, and continuous_tell_process alone cannot say which half
-// spends it.
+// the server's. On a machine whose cores are all busy, CPU per message is
+// the figure to compare, and continuous_tell_process alone cannot say
+// which half spends it.
 func continuousSplit(ctx context.Context, r *runner) error {
 	n := r.n(100_000, 200)
 	return r.fresh(ctx, nil, func(be backend, _ string) error {
@@ -33,20 +31,16 @@ func continuousSplit(ctx context.Context, r *runner) error {
 			return err
 		}
 		defer c.Shutdown(ctx)
-		batch := make([]actor.Envelope, min(5000, n))
-		next := 0
 		p := &progress{what: "tells", total: n, last: time.Now()}
 		servers := serverNames[r.o.backend]
 		m0 := cpuMark(servers)
-		for done := 0; done < n; done += len(batch) {
-			for i := range batch {
-				batch[i] = actor.Envelope{Ref: actor.Ref{Type: counterType, ID: fmt.Sprintf("a%04d", next%1000)}, Message: "noop"}
-				next++
-			}
+		for next := 0; next < n; {
+			batch := make([]actor.Envelope, min(5000, n-next))
+			next = roundRobin(batch, next)
 			if _, err := c.TellBatch(ctx, batch); err != nil {
 				return err
 			}
-			p.at(done)
+			p.at(next)
 		}
 		m1 := cpuMark(servers)
 		r.printSplit("split_enqueue", m0, m1, n)

@@ -285,25 +285,14 @@ func (w *writes) flushMessages(bt *batch) {
 	}
 	head := `head_due = COALESCE(head_due, (SELECT r.due_at FROM ductus_ready r WHERE r.actor_pk = ductus_actors.pk ORDER BY r.seq LIMIT 1)), updated_at = NOW(6)`
 	// Actors that gained the same number of messages (a round-robin batch:
-	// all of them) share one UPDATE by IN list; only a batch with many
-	// different counts needs CASE, which the server evaluates branch by
-	// branch for every row (500 actors: up to 250,000 comparisons a column).
-	var counts []int64
-	byCount := map[int64][]any{}
-	for _, a := range order {
-		n := added[a]
-		if _, ok := byCount[n]; !ok {
-			counts = append(counts, n)
-		}
-		byCount[n] = append(byCount[n], a.pk)
-	}
-	if len(counts) <= 4 {
-		for _, n := range counts {
-			pks := byCount[n]
-			for _, c := range sqltx.Chunks(len(pks), 1000) {
-				part := pks[c[0]:c[1]]
+	// all of them) share one UPDATE by IN list (group.go).
+	groups := grouped(len(order), func(i int) (int64, any) { return added[order[i]], order[i].pk })
+	if len(groups) <= maxGroups {
+		for _, g := range groups {
+			for _, c := range sqltx.Chunks(len(g.ids), 1000) {
+				part := g.ids[c[0]:c[1]]
 				bt.exec(`UPDATE ductus_actors SET next_seq = next_seq + ?, unfinished = unfinished + ?, `+head+` WHERE pk IN (`+sqltx.List(len(part))+`)`,
-					append([]any{n, n}, part...)...)
+					append([]any{g.key, g.key}, part...)...)
 			}
 		}
 		return

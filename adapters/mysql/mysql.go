@@ -445,8 +445,6 @@ type driverLog struct{ l *slog.Logger }
 
 func (d driverLog) Print(v ...any) { d.l.Warn("mysql: driver: " + fmt.Sprint(v...)) }
 
-// withoutComments drops the comment lines a statement of a migration file
-// opens with.
 // alreadyExists maps the statements MySQL cannot write IF NOT EXISTS
 // (CREATE INDEX; CREATE PROCEDURE before 8.0.29) to the error each raises
 // when its object exists.
@@ -468,6 +466,8 @@ func existedBefore(err error, s string) bool {
 	return false
 }
 
+// withoutComments drops the comment lines a statement of a migration file
+// opens with.
 func withoutComments(s string) string {
 	for {
 		s = strings.TrimSpace(s)

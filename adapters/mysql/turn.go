@@ -43,11 +43,9 @@ func fenceArgs(owner string, l store.LeaseRef) []any { return []any{l.ActorPK, o
 // primary key or by an equality on an index prefix, never by a range on a
 // secondary index: InnoDB locks the first record past such a range even at
 // READ COMMITTED, which is another actor's row, and two actors' turns then
-// wait on each other. "generation + 0 < ?" keeps the older-generation test
-// off the index (the scan is the actor's own rows by actor_pk), and FORCE
-// INDEX keeps the optimizer from scanning the (always small) claimed table
-// whole, which would lock every actor's rows.
-const olderClaims = `SELECT COUNT(*) FROM ductus_claimed FORCE INDEX (ductus_claimed_actor) WHERE actor_pk = ? AND generation + 0 < ?`
+// wait on each other. FORCE INDEX keeps the optimizer from scanning the
+// (always small) claimed table whole, which would lock every actor's rows.
+// (ductus_take_1 keeps the same rules for the take.)
 
 // MessageTake implements store.Backend in one round trip: START
 // TRANSACTION, one CALL of ductus_take_1 (migrations/mysql/
@@ -69,10 +67,11 @@ func (b *Backend) MessageTake(ctx context.Context, p *store.MessageTakeParams) (
 	return out, err
 }
 
-// take is what ductus_take_1 answered.
+// take is what ductus_take_1 answered: whether the fence held, and the
+// messages taken (the count it also returns is len(msgs)).
 type take struct {
-	ok, taken int64
-	msgs      []store.Message
+	ok   int64
+	msgs []store.Message
 }
 
 // callTake adds a CALL of ductus_take_1 to w; guard is an SQL boolean (the
@@ -81,8 +80,9 @@ func callTake(w *batch, owner string, l store.LeaseRef, limit int, guard string)
 	t := &take{}
 	w.query(func(rows *sql.Rows) error {
 		t.msgs = nil
+		var taken int64
 		for rows.Next() {
-			if err := rows.Scan(&t.ok, &t.taken); err != nil {
+			if err := rows.Scan(&t.ok, &taken); err != nil {
 				return err
 			}
 		}
@@ -146,17 +146,19 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 		w := newBatch("commit: write the turn")
 		w.exec(sqlLockRow, l.ActorPK)
 		fence, args := `SET @ductus_ok = (SELECT COUNT(*) FROM ductus_actors WHERE `+fenceWhere+`)`, fenceArgs(p.Owner, l)
+		// The turn's claimed rows: the generation's range of the claimed
+		// index, filtered by the IDs: one pass over at most the rows the
+		// generation took, and no other actor's rows. (A JSON_TABLE of the
+		// IDs joined to the primary key looked each ID up on its own; joined
+		// unforced, the optimizer walked this range once per ID: 128 x 129
+		// rows per commit of 128.) The fence counts them, the DELETE below
+		// removes them.
+		claimed := `ductus_claimed c FORCE INDEX (ductus_claimed_actor)
+			WHERE c.actor_pk = ? AND c.generation = ? AND c.message_id IN (` + sqltx.List(len(ids)) + `)`
+		claimedArgs := append([]any{l.ActorPK, l.Generation}, sqltx.Int64s(ids)...)
 		if len(ids) > 0 {
-			// The generation's range of the claimed index, filtered by the
-			// IDs: one pass over at most the rows the generation took, and no
-			// other actor's rows. (A JSON_TABLE of the IDs joined to the
-			// primary key looked each ID up on its own; joined unforced, the
-			// optimizer walked this range once per ID: 128 x 129 rows per
-			// commit of 128.)
-			fence += ` AND (SELECT COUNT(*) FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor)
-				WHERE c.actor_pk = ? AND c.generation = ? AND c.message_id IN (` + sqltx.List(len(ids)) + `)) = ?`
-			args = append(append(args, l.ActorPK, l.Generation), sqltx.Int64s(ids)...)
-			args = append(args, len(ids))
+			fence += ` AND (SELECT COUNT(*) FROM ` + claimed + `) = ?`
+			args = append(append(args, claimedArgs...), len(ids))
 		}
 		w.exec(fence, args...)
 		var ok int64
@@ -177,13 +179,10 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 				SELECT id, actor_pk, seq, available_at FROM ductus_messages WHERE actor_pk = ? AND id IN (`+sqltx.List(len(p.Returned))+`) AND @ductus_ok = 1`,
 				append([]any{l.ActorPK}, sqltx.Int64s(p.Returned)...)...)
 		}
-		// The generation's range of the claimed index (its rows are this
-		// activation's alone), filtered by the IDs: the runtime names every
-		// message it took (completed, failed or returned).
+		// The runtime names every message it took (completed, failed or
+		// returned).
 		if len(ids) > 0 {
-			w.exec(`DELETE c FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor)
-				WHERE c.actor_pk = ? AND c.generation = ? AND c.message_id IN (`+sqltx.List(len(ids))+`) AND @ductus_ok = 1`,
-				append([]any{l.ActorPK, l.Generation}, sqltx.Int64s(ids)...)...)
+			w.exec(`DELETE c FROM `+claimed+` AND @ductus_ok = 1`, claimedArgs...)
 		}
 		stage(w, p)
 		if readyChanges {
@@ -217,36 +216,30 @@ func (b *Backend) TurnCommit(ctx context.Context, p *store.TurnCommitParams) (st
 
 // complete marks messages done with their results. Messages that share a
 // result and an attempt (a turn of Tells: no result, first attempt) are one
-// UPDATE by an IN list of their keys; only a batch with many distinct
-// results (Asks) needs the CASE form, which costs the server a comparison
-// per row and branch (100 rows: 2.2 ms against 1.4 ms as one group, MariaDB
-// 10.11, 2026-12-03).
+// UPDATE by an IN list of their keys (group.go); only a batch with many
+// distinct results (Asks) needs the CASE form (100 rows: 2.2 ms against
+// 1.4 ms as one group in one scratch timing of each, MariaDB 10.11,
+// 2026-12-03).
 func complete(w *batch, done []store.Completion) {
 	type key struct {
 		result  string
 		null    bool
 		attempt int
 	}
-	var order []key
-	groups := map[key][]any{}
-	for _, c := range done {
-		k := key{result: string(c.Result), null: c.Result == nil, attempt: c.Attempt}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], c.MessageID)
-	}
-	if len(order) <= 4 {
-		for _, k := range order {
-			ids := groups[k]
+	groups := grouped(len(done), func(i int) (key, any) {
+		c := done[i]
+		return key{result: string(c.Result), null: c.Result == nil, attempt: c.Attempt}, c.MessageID
+	})
+	if len(groups) <= maxGroups {
+		for _, g := range groups {
 			var result any
-			if !k.null {
-				result = k.result
+			if !g.key.null {
+				result = g.key.result
 			}
-			for _, ch := range sqltx.Chunks(len(ids), 1000) {
-				part := ids[ch[0]:ch[1]]
+			for _, ch := range sqltx.Chunks(len(g.ids), 1000) {
+				part := g.ids[ch[0]:ch[1]]
 				w.exec(`UPDATE ductus_messages SET completed_at = NOW(6), result = ?, attempts = ? WHERE id IN (`+sqltx.List(len(part))+`) AND @ductus_ok = 1`,
-					append([]any{result, k.attempt}, part...)...)
+					append([]any{result, g.key.attempt}, part...)...)
 			}
 		}
 		return

@@ -83,9 +83,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		// holds two generations; only the newer may commit.
 		res := enqueueN(t, b, ref("x"), 1)
 		owner := newOwner()
-		old := claim(t, b, owner, 150*time.Millisecond, 1)[0]
-		msgs := take(t, b, owner, old, 10)
-		time.Sleep(300 * time.Millisecond)
+		old, msgs := takeThenExpire(t, b, owner, 10)
 		cur := claimOne(t, b, owner, ref("x"))
 		if _, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, State: []byte(`"old"`), Completed: completeAll(msgs)}); !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("old generation's commit: %v, want ErrLostActivation", err)
@@ -104,9 +102,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 	"ExpiredLeaseCommitRefused": func(t *testing.T, b store.Backend) {
 		enqueueN(t, b, ref("x"), 1)
 		owner := newOwner()
-		l := claim(t, b, owner, 150*time.Millisecond, 1)[0]
-		msgs := take(t, b, owner, l, 10)
-		time.Sleep(300 * time.Millisecond)
+		l, msgs := takeThenExpire(t, b, owner, 10)
 		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs)})
 		if !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("commit after expiry: %v, want ErrLostActivation", err)
@@ -205,9 +201,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		// move the ready messages either: the new generation takes them all.
 		res := enqueueN(t, b, ref("x"), 3)
 		owner := newOwner()
-		old := claim(t, b, owner, 150*time.Millisecond, 1)[0]
-		msgs := take(t, b, owner, old, 1)
-		time.Sleep(300 * time.Millisecond)
+		old, msgs := takeThenExpire(t, b, owner, 1)
 		owner2 := newOwner()
 		cur := claimOne(t, b, owner2, ref("x"))
 		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, Completed: completeAll(msgs), TakeNext: 10})
@@ -301,4 +295,14 @@ func handOver(t *testing.T, b store.Backend, r actor.Ref, taken int) (string, st
 	}
 	owner2 := newOwner()
 	return owner2, claimOne(t, b, owner2, r)
+}
+
+// takeThenExpire claims the one actor with work on a 150 ms lease, takes up
+// to limit of its messages and waits until the lease has expired.
+func takeThenExpire(t *testing.T, b store.Backend, owner string, limit int) (store.Lease, []store.Message) {
+	t.Helper()
+	l := claim(t, b, owner, 150*time.Millisecond, 1)[0]
+	msgs := take(t, b, owner, l, limit)
+	time.Sleep(300 * time.Millisecond)
+	return l, msgs
 }
