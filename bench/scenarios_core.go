@@ -35,6 +35,7 @@ func allScenarios() []scenario {
 		{"reminders_10000_due", reminders, nil},
 		{"send_to_chain", sendToChain, nil},
 		{"broadcast_fanout", broadcastFanout, nil},
+		{"innodb_row_costs", innodbRowCosts, rowCostFigures()},
 		{"continuous_split", continuousSplit, []string{"split_enqueue", "split_enqueue_client_cpu_us", "split_enqueue_server_cpu_us", "split_process", "split_process_client_cpu_us", "split_process_server_cpu_us"}},
 		{"continuous_tell_process", continuousTellProcess, nil},
 		{"queue_read", queueRead, []string{"queue_read_1k_history_ms", "queue_read_1m_history_ms"}},
