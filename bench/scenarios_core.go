@@ -37,7 +37,7 @@ func allScenarios() []scenario {
 		{"broadcast_fanout", broadcastFanout, nil},
 		{"innodb_row_costs", innodbRowCosts, rowCostFigures()},
 		{"continuous_split", continuousSplit, []string{"split_enqueue", "split_enqueue_client_cpu_us", "split_enqueue_server_cpu_us", "split_process", "split_process_client_cpu_us", "split_process_server_cpu_us"}},
-		{"continuous_tell_process", continuousTellProcess, nil},
+		{"continuous_tell_process", continuousTellProcess, []string{"continuous_tell_process_client_cpu_us", "continuous_tell_process_server_cpu_us"}},
 		{"queue_read", queueRead, []string{"queue_read_1k_history_ms", "queue_read_1m_history_ms"}},
 	}
 }

@@ -78,6 +78,12 @@ func cpuMark(servers []string) mark {
 
 func (r *runner) printSplit(name string, from, to mark, n int) {
 	r.print(name, float64(n)/to.at.Sub(from.at).Seconds(), "msg/s", n)
+	r.printCPU(name, from, to, n)
+}
+
+// printCPU prints name_client_cpu_us (this process) and, when the server
+// is local, name_server_cpu_us: CPU between the marks per message.
+func (r *runner) printCPU(name string, from, to mark, n int) {
 	r.print(name+"_client_cpu_us", float64((to.self-from.self).Microseconds())/float64(n), "us/msg", n)
 	if from.server >= 0 && to.server >= 0 {
 		r.print(name+"_server_cpu_us", float64((to.server-from.server).Microseconds())/float64(n), "us/msg", n)
