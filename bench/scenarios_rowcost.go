@@ -59,13 +59,12 @@ func innodbRowCosts(ctx context.Context, r *runner) error {
 		if err != nil {
 			return err
 		}
-		ready := func(table string) func(a int) []string {
-			return func(a int) []string {
-				return []string{fmt.Sprintf("INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at) "+
-					"SELECT message_id, actor_pk, seq, 1, 1, NOW(6) FROM %s FORCE INDEX (ductus_ready_actor_seq) WHERE actor_pk = %d ORDER BY seq LIMIT %d", table, a, per),
-					fmt.Sprintf("DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN %s r ON r.message_id = c.message_id "+
-						"WHERE c.actor_pk = %d AND c.generation = 1", table, a)}
-			}
+		// The take's move of ready rows to claimed, as ductus_take_1 does it.
+		claimMove := func(a int) []string {
+			return []string{fmt.Sprintf("INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at) "+
+				"SELECT message_id, actor_pk, seq, 1, 1, NOW(6) FROM ductus_ready FORCE INDEX (ductus_ready_actor_seq) WHERE actor_pk = %d ORDER BY seq LIMIT %d", a, per),
+				fmt.Sprintf("DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN ductus_ready r ON r.message_id = c.message_id "+
+					"WHERE c.actor_pk = %d AND c.generation = 1", a)}
 		}
 		ops := []struct {
 			name string
@@ -98,7 +97,7 @@ func innodbRowCosts(ctx context.Context, r *runner) error {
 				}
 				return []string{b.String()}
 			}}},
-			{"rowcost_claim_move", []func(int) []string{ready("ductus_ready"), func(a int) []string {
+			{"rowcost_claim_move", []func(int) []string{claimMove, func(a int) []string {
 				return []string{fmt.Sprintf("DELETE FROM ductus_claimed WHERE actor_pk = %d AND generation = 1", a)}
 			}}},
 			{"rowcost_claim_in_place", []func(int) []string{func(a int) []string {
