@@ -59,54 +59,7 @@ func innodbRowCosts(ctx context.Context, r *runner) error {
 		if err != nil {
 			return err
 		}
-		// The take's move of ready rows to claimed, as ductus_take_1 does it.
-		claimMove := func(a int) []string {
-			return []string{fmt.Sprintf("INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at) "+
-				"SELECT message_id, actor_pk, seq, 1, 1, NOW(6) FROM ductus_ready FORCE INDEX (ductus_ready_actor_seq) WHERE actor_pk = %d ORDER BY seq LIMIT %d", a, per),
-				fmt.Sprintf("DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN ductus_ready r ON r.message_id = c.message_id "+
-					"WHERE c.actor_pk = %d AND c.generation = 1", a)}
-		}
-		ops := []struct {
-			name string
-			txns []func(a int) []string
-		}{
-			{"rowcost_read", []func(int) []string{func(a int) []string {
-				return []string{"SELECT COUNT(*) FROM ductus_messages WHERE id IN (" + ids[a] + ")"}
-			}}},
-			{"rowcost_take_by_cursor", []func(int) []string{func(a int) []string {
-				return []string{fmt.Sprintf("SELECT id, seq, name, args, ask, enqueued_at, available_at FROM ductus_messages FORCE INDEX (ductus_messages_seq) "+
-					"WHERE actor_pk = %d AND seq >= 1 ORDER BY seq LIMIT %d", a, per)}
-			}}},
-			{"rowcost_complete_in_row", []func(int) []string{func(a int) []string {
-				return []string{"UPDATE ductus_messages SET completed_at = NOW(6), result = 'null', attempts = 1 WHERE id IN (" + ids[a] + ")"}
-			}}},
-			{"rowcost_complete_no_index", []func(int) []string{func(a int) []string {
-				return []string{"UPDATE rc_messages_noindex SET completed_at = NOW(6), result = 'null', attempts = 1 WHERE id IN (" + ids[a] + ")"}
-			}}},
-			{"rowcost_complete_same_size", []func(int) []string{func(a int) []string {
-				return []string{"UPDATE ductus_messages SET attempts = attempts + 1 WHERE id IN (" + ids[a] + ")"}
-			}}},
-			{"rowcost_complete_results_table", []func(int) []string{func(a int) []string {
-				var b strings.Builder
-				b.WriteString("INSERT INTO rc_results (message_id, completed_at, attempts, result) VALUES ")
-				for i, id := range strings.Split(ids[a], ",") {
-					if i > 0 {
-						b.WriteByte(',')
-					}
-					b.WriteString("(" + id + ", NOW(6), 1, 'null')")
-				}
-				return []string{b.String()}
-			}}},
-			{"rowcost_claim_move", []func(int) []string{claimMove, func(a int) []string {
-				return []string{fmt.Sprintf("DELETE FROM ductus_claimed WHERE actor_pk = %d AND generation = 1", a)}
-			}}},
-			{"rowcost_claim_in_place", []func(int) []string{func(a int) []string {
-				return []string{fmt.Sprintf("UPDATE rc_ready FORCE INDEX (ductus_ready_actor_seq) SET claimed_gen = 1, claimed_at = NOW(6) "+
-					"WHERE actor_pk = %d ORDER BY seq LIMIT %d", a, per)}
-			}, func(a int) []string {
-				return []string{fmt.Sprintf("DELETE FROM rc_ready WHERE actor_pk = %d AND claimed_gen = 1", a)}
-			}}},
-		}
+		ops := rowCostOps(ids, per)
 		servers := serverNames[r.o.backend]
 		for _, op := range ops {
 			quiet(r.o.smoke, servers)
@@ -131,14 +84,71 @@ func innodbRowCosts(ctx context.Context, r *runner) error {
 	})
 }
 
-// rowCostFigures names what innodbRowCosts prints.
+// rowCostFigures names what innodbRowCosts prints (the operations'
+// statements are never built here, so no IDs are needed).
 func rowCostFigures() []string {
 	var out []string
-	for _, op := range []string{"read", "take_by_cursor", "complete_in_row", "complete_no_index", "complete_same_size",
-		"complete_results_table", "claim_move", "claim_in_place"} {
-		out = append(out, "rowcost_"+op+"_us", "rowcost_"+op+"_server_cpu_us")
+	for _, op := range rowCostOps(nil, 0) {
+		out = append(out, op.name+"_us", op.name+"_server_cpu_us")
 	}
 	return out
+}
+
+// rowCostOp is one priced operation: its figure's name and, for actor a,
+// the statements of each of its transactions.
+type rowCostOp struct {
+	name string
+	txns []func(a int) []string
+}
+
+// rowCostOps are innodbRowCosts' operations over ids (each actor's message
+// IDs as an SQL list) and per rows an actor.
+func rowCostOps(ids []string, per int) []rowCostOp {
+	// The take's move of ready rows to claimed, as ductus_take_1 does it.
+	claimMove := func(a int) []string {
+		return []string{fmt.Sprintf("INSERT INTO ductus_claimed (message_id, actor_pk, seq, generation, attempt, claimed_at) "+
+			"SELECT message_id, actor_pk, seq, 1, 1, NOW(6) FROM ductus_ready FORCE INDEX (ductus_ready_actor_seq) WHERE actor_pk = %d ORDER BY seq LIMIT %d", a, per),
+			fmt.Sprintf("DELETE r FROM ductus_claimed c FORCE INDEX (ductus_claimed_actor) STRAIGHT_JOIN ductus_ready r ON r.message_id = c.message_id "+
+				"WHERE c.actor_pk = %d AND c.generation = 1", a)}
+	}
+	return []rowCostOp{
+		{"rowcost_read", []func(int) []string{func(a int) []string {
+			return []string{"SELECT COUNT(*) FROM ductus_messages WHERE id IN (" + ids[a] + ")"}
+		}}},
+		{"rowcost_take_by_cursor", []func(int) []string{func(a int) []string {
+			return []string{fmt.Sprintf("SELECT id, seq, name, args, ask, enqueued_at, available_at FROM ductus_messages FORCE INDEX (ductus_messages_seq) "+
+				"WHERE actor_pk = %d AND seq >= 1 ORDER BY seq LIMIT %d", a, per)}
+		}}},
+		{"rowcost_complete_in_row", []func(int) []string{func(a int) []string {
+			return []string{"UPDATE ductus_messages SET completed_at = NOW(6), result = 'null', attempts = 1 WHERE id IN (" + ids[a] + ")"}
+		}}},
+		{"rowcost_complete_no_index", []func(int) []string{func(a int) []string {
+			return []string{"UPDATE rc_messages_noindex SET completed_at = NOW(6), result = 'null', attempts = 1 WHERE id IN (" + ids[a] + ")"}
+		}}},
+		{"rowcost_complete_same_size", []func(int) []string{func(a int) []string {
+			return []string{"UPDATE ductus_messages SET attempts = attempts + 1 WHERE id IN (" + ids[a] + ")"}
+		}}},
+		{"rowcost_complete_results_table", []func(int) []string{func(a int) []string {
+			var b strings.Builder
+			b.WriteString("INSERT INTO rc_results (message_id, completed_at, attempts, result) VALUES ")
+			for i, id := range strings.Split(ids[a], ",") {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString("(" + id + ", NOW(6), 1, 'null')")
+			}
+			return []string{b.String()}
+		}}},
+		{"rowcost_claim_move", []func(int) []string{claimMove, func(a int) []string {
+			return []string{fmt.Sprintf("DELETE FROM ductus_claimed WHERE actor_pk = %d AND generation = 1", a)}
+		}}},
+		{"rowcost_claim_in_place", []func(int) []string{func(a int) []string {
+			return []string{fmt.Sprintf("UPDATE rc_ready FORCE INDEX (ductus_ready_actor_seq) SET claimed_gen = 1, claimed_at = NOW(6) "+
+				"WHERE actor_pk = %d ORDER BY seq LIMIT %d", a, per)}
+		}, func(a int) []string {
+			return []string{fmt.Sprintf("DELETE FROM rc_ready WHERE actor_pk = %d AND claimed_gen = 1", a)}
+		}}},
+	}
 }
 
 // rowCostSetup writes actors x per messages round robin with their ready
