@@ -172,12 +172,37 @@ func run(o options) error {
 	for i, s := range list {
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s on %s ...\n", i+1, len(list), s.name, o.backend)
 		start := time.Now()
-		if err := s.run(ctx, r); err != nil {
+		unwatch := watchdog(o, s.name)
+		err := s.run(ctx, r)
+		unwatch()
+		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s done in %s\n", i+1, len(list), s.name, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// smokeLimit bounds one scenario of a smoke run, which takes seconds. A
+// scenario still running then is hung, and make test would otherwise sit
+// until CI's own limit (it once did, for 82 minutes, on a worker that
+// missed its SIGTERM).
+const smokeLimit = 5 * time.Minute
+
+// watchdog ends a hung smoke run: past smokeLimit it prints every
+// goroutine's stack on stderr and exits 1. Worker processes die with it
+// (workerAttr); the scenario's database is left behind. Full runs have no
+// limit: their scenarios' lengths depend on the machine.
+func watchdog(o options, name string) (stop func()) {
+	if !o.smoke {
+		return func() {}
+	}
+	t := time.AfterFunc(smokeLimit, func() {
+		fmt.Fprintf(os.Stderr, "bench: %s still running after %s of a smoke run; its goroutines:\n", name, smokeLimit)
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		os.Exit(1)
+	})
+	return func() { t.Stop() }
 }
 
 // runner carries what scenarios share.

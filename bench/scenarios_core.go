@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -240,7 +241,7 @@ func processHot(ctx context.Context, r *runner) error {
 
 func process4Workers(ctx context.Context, r *runner) error {
 	per := r.n(500, 5)
-	return r.fresh(ctx, nil, func(be backend, dsn string) error {
+	return r.fresh(ctx, nil, func(be backend, dsn string) (err error) {
 		if err := fill(ctx, be, counterType, 40, per, "noop", nil); err != nil {
 			return err
 		}
@@ -250,7 +251,7 @@ func process4Workers(ctx context.Context, r *runner) error {
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer func() { err = errors.Join(err, stop()) }()
 		err = waitFor(ctx, "process_4_workers", total, func() int { return total - unfinished(ctx, be) })
 		if err != nil {
 			return err
@@ -326,12 +327,12 @@ func askLatency(ctx context.Context, r *runner) error {
 // process answers: the wake-up path between processes.
 func askCrossProcess(ctx context.Context, r *runner) error {
 	n := r.n(500, 10)
-	return r.fresh(ctx, nil, func(be backend, dsn string) error {
+	return r.fresh(ctx, nil, func(be backend, dsn string) (err error) {
 		stop, err := startWorkers(r, dsn, 1)
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer func() { err = errors.Join(err, stop()) }()
 		c, err := client(ctx, be)
 		if err != nil {
 			return err
