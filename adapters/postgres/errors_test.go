@@ -356,16 +356,24 @@ func TestKilledCommitChangesNothing(t *testing.T) {
 		Completed: []store.Completion{{MessageID: msgs[0].ID, Attempt: 1, Result: []byte(`1`)}, {MessageID: msgs[1].ID, Attempt: 1, Result: []byte(`2`)}},
 		Effects:   []store.NewEffect{{UUID: "e1", Name: "fx", Args: []byte(`{}`), MessageID: msgs[0].ID}}}
 	done := make(chan error, 1)
+	var blockerPID int32
+	if err := blocker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&blockerPID); err != nil {
+		t.Fatal(err)
+	}
 	go func() { _, err := b.TurnCommit(ctx, p); done <- err }()
+	// The waiter is found from outside the blocker's transaction: a
+	// backend reads pg_stat_activity once per transaction, so polling it
+	// inside one saw the same snapshot forever, and under load, where the
+	// first look came before the commit waited, it never saw the commit.
 	var pid int32
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for pid == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the commit never waited on the held row")
 		}
 		time.Sleep(20 * time.Millisecond)
-		_ = blocker.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ductus'
-			AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() LIMIT 1`).Scan(&pid)
+		_ = b.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND $1::int = ANY (pg_blocking_pids(pid)) LIMIT 1`, blockerPID).Scan(&pid)
 	}
 	if _, err := blocker.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
