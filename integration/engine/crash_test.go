@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -210,7 +211,8 @@ destinations:
 	}
 	const total = 1000
 	type sent struct{ mrn, id string }
-	var acked []sent
+	var acked []sent          // the sender's; read once it is done
+	var ackCount atomic.Int64 // len(acked), for the kill loop meanwhile
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -224,6 +226,7 @@ destinations:
 				cancel()
 				if err == nil && ack.Code == "AA" {
 					acked = append(acked, sent{mrn: s.MRN, id: s.ControlID})
+					ackCount.Add(1)
 					time.Sleep(3 * time.Millisecond)
 					break
 				}
@@ -232,18 +235,40 @@ destinations:
 		}
 	}()
 
-	// Kill the engine every ~700ms while the sender runs (and a little longer).
+	// Kill the engine every ~700ms while the sender runs, but not before
+	// the engine has AA'd a few messages since it started. Kills on the
+	// clock alone left a restarting engine on a loaded machine too little
+	// time to accept anything: one CI run acked 825 of 1,000 in the 90 s it
+	// allowed. A sender that gets no AA for two minutes fails the test.
+	const acksPerLife = 20
 	kills := 0
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
+	for sending := true; sending; {
+		atStart := ackCount.Load()
 		select {
 		case <-done:
+			sending = false
+			continue
 		case <-time.After(700 * time.Millisecond):
+		}
+		last, lastAt := ackCount.Load(), time.Now()
+		for n := last; n < atStart+acksPerLife && sending; n = ackCount.Load() {
+			if n != last {
+				last, lastAt = n, time.Now()
+			}
+			if time.Since(lastAt) > 2*time.Minute {
+				t.Fatalf("no AA for two minutes after %d kills: %d of %d acked", kills, n, total)
+			}
+			select {
+			case <-done:
+				sending = false
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if sending {
 			kill()
 			kills++
 			start()
-			continue
 		}
-		break
 	}
 	if kills < 3 {
 		// The sender was fast: make sure the delivery side is killed too.
