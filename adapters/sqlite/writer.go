@@ -51,9 +51,16 @@ func (t *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.R
 }
 
 // begin takes the lock and opens a transaction.
+//
+// A failed BEGIN is always followed by a ROLLBACK: the driver reports a
+// statement whose context ended just as it finished as cancelled, even when
+// it took effect, so "BEGIN failed" does not mean "no transaction". Left
+// open, that transaction made every later BEGIN on the connection fail
+// (storetest's Mailbox/CancelledWritesLeaveBackendUsable).
 func (w *writer) begin(ctx context.Context) (*wtx, error) {
 	w.mu.Lock()
 	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK") // "no transaction is active" when BEGIN failed outright
 		w.mu.Unlock()
 		return nil, classify("begin", err)
 	}

@@ -1,15 +1,16 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"github.com/ductus/ductus/internal/testutil"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -157,6 +158,45 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 			ls := claim(t, b, owner, time.Minute, 10)
 			return len(ls) == 1 && ls[0].Ref == ref("delayed")
 		})
+	},
+	// A write cancelled at any moment (a host's Shutdown cancels its loops;
+	// a caller's request ends) leaves the backend usable: the next write
+	// succeeds. SQLite's writer once kept a transaction its driver had
+	// reported as a cancelled BEGIN, and every later write failed.
+	"CancelledWritesLeaveBackendUsable": func(t *testing.T, b store.Backend) {
+		r := ref("cancelled")
+		write := func(ctx context.Context, i int) error {
+			if i%2 == 1 {
+				tx, err := b.Begin(ctx, store.TxOptions{})
+				if err != nil {
+					return err
+				}
+				_, err = b.MailboxEnqueue(ctx, tx, &store.MailboxEnqueueParams{Messages: []store.NewMessage{msg(r, "m", i)}})
+				return errors.Join(err, tx.Rollback(context.Background()))
+			}
+			_, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{msg(r, "m", i)}})
+			return err
+		}
+		// SQLite's failure came within 50 cancelled writes; a server
+		// backend reconnects after each one, so the loop stops at 150.
+		const n = 1000
+		cancelled, i := 0, 0
+		for ; i < n && cancelled < 150; i++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			delay := time.Duration(i%100) * time.Microsecond
+			go func() { time.Sleep(delay); cancel() }()
+			if write(ctx, i) != nil {
+				cancelled++
+			}
+			cancel()
+			if err := write(ctxT(t), i); err != nil {
+				t.Fatalf("a write after a cancelled one (%d of %d cancelled so far): %v", cancelled, i+1, err)
+			}
+		}
+		if cancelled == 0 {
+			t.Fatal("no write was cancelled: the test proved nothing")
+		}
+		t.Logf("%d of %d writes cancelled, each followed by one that succeeded", cancelled, i)
 	},
 	"CallerTransaction": func(t *testing.T, b store.Backend) {
 		ctx := ctxT(t)
