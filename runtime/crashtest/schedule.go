@@ -12,6 +12,7 @@ import (
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"
 	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/runtime/store/storetest"
 )
 
 // small sizes a quick real-process run: two workers unless told otherwise.
@@ -185,37 +186,18 @@ func RunStaleEffects(t *testing.T, cfg Config) {
 	t.Logf("%d effects staged before a SIGKILL ran stale in later generations", len(rec.byID))
 }
 
-// settled reads r's reminders and then its actor, again while the two
-// disagree (for up to two seconds). The reads are two statements, and the
-// server may still be running a batch that a SIGKILLed process sent just
-// before it died (MariaDB runs a multi-statement batch to its end, COMMIT
-// included): a fire committed between them pairs one occurrence counter
-// with the next occurrence's mailbox row. Both failures seen before this
-// were on the first actor read, right after the kill. A real mismatch
-// stays once every process is gone.
+// settled reads r's reminders and actor once no fire is in flight
+// (storetest.SettledReminders: MariaDB may still be running a batch a
+// SIGKILLed process sent just before it died) and decodes the actor.
 func settled(t *testing.T, ctx context.Context, be store.Backend, r actor.Ref) ([]store.ReminderInfo, emitter, *store.ActorInfo) {
 	t.Helper()
-	for i := 0; ; i++ {
-		var rs []store.ReminderInfo
-		var info *store.ActorInfo
-		err := store.Retry(ctx, 20, func() error {
-			var err error
-			if rs, err = be.ReminderList(ctx, r); err != nil {
-				return err
-			}
-			info, err = be.ActorGet(ctx, r)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s emitter
-		if err := json.Unmarshal(info.State, &s); err != nil {
-			t.Fatal(err)
-		}
-		if (len(rs) == 1 && int64(len(s.Ticks)+info.Unfinished) == rs[0].Occurrence) || i == 20 {
-			return rs, s, info
-		}
-		sleepCtx(ctx, 100*time.Millisecond)
+	rs, info, err := storetest.SettledReminders(ctx, be, r)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var s emitter
+	if err := json.Unmarshal(info.State, &s); err != nil {
+		t.Fatal(err)
+	}
+	return rs, s, info
 }

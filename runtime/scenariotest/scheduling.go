@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/host"
 	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/runtime/store/storetest"
 )
 
 type alarm struct {
@@ -151,9 +151,9 @@ func init() {
 		}
 		for i := 0; i < 10; i++ {
 			r := aref(fmt.Sprintf("s%d", i))
-			rs, info := quietRead(t, be, r)
-			if len(rs) != 1 {
-				t.Fatalf("%s: reminders %+v", r.ID, rs)
+			rs, info, err := storetest.SettledReminders(ctx, be, r)
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("%s: reminders %+v, %v", r.ID, rs, err)
 			}
 			var a alarm
 			if err := json.Unmarshal(info.State, &a); err != nil {
@@ -337,47 +337,4 @@ func init() {
 			t.Fatal("pruning history changed state")
 		}
 	})
-}
-
-// quietRead reads r's reminders, then its actor, then its reminders again,
-// and returns the first two once no fire landed among the reads (the two
-// reminder reads agree). A stopped scheduler's fire may still commit after
-// Shutdown returned: its context was cancelled while the transaction
-// waited on a lock, and MariaDB runs a multi-statement batch to its end,
-// COMMIT included, once the lock is granted. Such a fire is one more
-// occurrence and one more mailbox row together, but a fire between the
-// reminder read and the actor read paired one occurrence count with the
-// next occurrence's row (seen once in CI's deadlock hunt). Only the reads
-// are repeated, never the comparison, so a real mismatch still fails.
-func quietRead(t *testing.T, be store.Backend, r actor.Ref) ([]store.ReminderInfo, *store.ActorInfo) {
-	t.Helper()
-	ctx := ctxT(t)
-	occurrences := func(rs []store.ReminderInfo) []int64 {
-		var out []int64
-		for _, x := range rs {
-			out = append(out, x.Occurrence)
-		}
-		return out
-	}
-	for tries := 0; ; tries++ {
-		before, err := be.ReminderList(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := be.ActorGet(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		after, err := be.ReminderList(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(occurrences(before), occurrences(after)) {
-			return before, info
-		}
-		if tries == 50 {
-			t.Fatalf("%s: reminders still firing after both schedulers stopped: %v, then %v", r.ID, occurrences(before), occurrences(after))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -180,16 +180,17 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 		// SQLite's failure came within 50 cancelled writes; a server
 		// backend reconnects after each one, so the loop stops at 150.
 		const n = 1000
+		ctx := ctxT(t)
 		cancelled, i := 0, 0
 		for ; i < n && cancelled < 150; i++ {
-			ctx, cancel := context.WithCancel(context.Background())
+			cctx, cancel := context.WithCancel(ctx)
 			delay := time.Duration(i%100) * time.Microsecond
 			go func() { time.Sleep(delay); cancel() }()
-			if write(ctx, i) != nil {
+			if write(cctx, i) != nil {
 				cancelled++
 			}
 			cancel()
-			if err := write(ctxT(t), i); err != nil {
+			if err := write(ctx, i); err != nil {
 				t.Fatalf("a write after a cancelled one (%d of %d cancelled so far): %v", cancelled, i+1, err)
 			}
 		}
