@@ -5,7 +5,7 @@
 //	go run ./bench -backend sqlite [-scenario NAME] [-durability normal|full] [-smoke]
 //
 // Scenario names never change, so figures can be compared over time (the
-// README's table records them with the machine and date). Figures are
+// table in docs/benchmarks.md records them with the machine and date). Figures are
 // measurements of one run on one machine; compare ratios within a run.
 // -smoke runs every scenario with tiny counts so `make test` proves the
 // harness still works; it asserts nothing about speed.

@@ -36,7 +36,7 @@ const (
 // Config.SignalPoll (default 25 ms) from the newest row at the time it
 // starts, calling fn once per poll that found signals. A wake-up from
 // another process therefore arrives within one poll interval plus a query
-// (measured at the default: 14 ms mean, 26 ms p95; see the README). It deletes rows older than a
+// (measured at the default: 14 ms mean, 26 ms p95; see this adapter's README). It deletes rows older than a
 // minute every 10 s, keeps polling through errors (backing off to 1 s),
 // and returns ctx.Err() when ctx ends.
 func (b *Backend) Listen(ctx context.Context, fn func(store.Signal)) error {

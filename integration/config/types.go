@@ -73,12 +73,12 @@ type Durability string
 
 // Durability levels.
 const (
-	// DurabilityStrict waits for every commit to reach the disk before a
-	// source acknowledges.
+	// DurabilityStrict commits the intake as the database commits by
+	// default (see REFERENCE.md for what that means on each backend).
 	DurabilityStrict Durability = "strict"
-	// DurabilityRelaxed lets the database flush commits in the background:
-	// faster, but a machine crash (not an engine crash) can lose the last
-	// moments of acknowledged messages.
+	// DurabilityRelaxed lets PostgreSQL flush the intake's commits in the
+	// background (faster; a machine crash, not an engine crash, can lose
+	// the last acknowledged messages); MySQL and SQLite ignore it.
 	DurabilityRelaxed Durability = "relaxed"
 )
 
@@ -89,7 +89,8 @@ type ScriptLimits struct {
 	Isolates int           // pool size; ductus.yaml's 0 is resolved to the number of CPUs
 }
 
-// API is the REST API's listener.
+// API is the operator API's listener: reserved and checked, but nothing
+// listens on it yet.
 type API struct {
 	// Listen is host:port, or "" when ductus.yaml says "off".
 	Listen string

@@ -4,7 +4,7 @@
 // an ordered effect of its lane actors, and runs the sources (MLLP, HTTP,
 // file, schedule) that store messages through one intake.
 //
-// The mapping (DESIGN.md "Integration as actors"): an interface's ordering
+// The mapping (docs/engine.md): an interface's ordering
 // key hashes to a lane; each destination's lane is an actor
 // ("<interface>/<destination>/<lane>") whose mailbox is the destination's
 // ordered queue for it; the lane's turn runs the destination's JavaScript
@@ -13,6 +13,14 @@
 // lane; a route is an ordered effect that stores into the target
 // interface exactly once per hop; a schedule is a reminder of the
 // interface's schedule actor.
+//
+// Files hold one concept each: engine.go (loading and running), sources.go
+// (binding every source), source_mllp.go, source_http.go, source_file.go
+// and source_schedule.go (one per source kind), intake.go (storing),
+// lane.go (the lane actor and its transform turn), destinations.go (a
+// destination as an ordered effect), dest_mllp.go, dest_http.go,
+// dest_file.go and routes.go (one per destination kind), dedupe.go,
+// status.go (the runaway guard's stopped interfaces), metrics.go.
 package engine
 
 import (
@@ -89,9 +97,9 @@ type source interface {
 	name() string
 }
 
-// Openers open a project's database by driver; the server backends add
-// themselves (see backends.go) so this package does not force their
-// drivers on every build.
+// Openers open a project's database by driver: SQLite here, the server
+// backends added by backends.go (an ordinary file, no build tag: every
+// build has all three).
 var openers = map[string]func(ctx context.Context, dsn string) (store.Backend, error){
 	config.DriverSQLite: func(ctx context.Context, dsn string) (store.Backend, error) {
 		return sqlite.Open(ctx, sqlite.Config{Path: dsn})

@@ -22,7 +22,9 @@
 //     (a new 0x0B begins the next frame).
 //   - A frame longer than the maximum is a *FrameTooLargeError as soon as
 //     the limit is passed; the rest of that frame is skipped by the next
-//     read. A listener answers it with AR and closes the connection.
+//     read, so the connection stays usable. The listener in package
+//     mllpnet answers such a frame with AR and keeps the connection open
+//     (its package doc says why closing would be worse).
 package mllp
 
 import (

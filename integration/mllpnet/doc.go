@@ -13,8 +13,10 @@
 // per-key ordered feed needs.
 //
 // The handler decides AA, AE or AR (or CA, CE, CR) because only it knows
-// whether the message was stored. The server answers by itself only what
-// never reaches the handler:
+// whether the message was stored. Whatever the code, the server writes the
+// ACK and reads the next frame on the same connection: no ACK, AR
+// included, closes it. The server answers by itself only what never
+// reaches the handler:
 //
 //   - A frame that is not HL7 (hl7.Parse fails, including an empty frame):
 //     AR built by hl7.BuildRejectACK with the parser's reason. The
@@ -24,12 +26,13 @@
 //     kept aside, so the AR carries the refused message's MSH-10 in MSA-2
 //     and a careful sender can match it and give up on that message rather
 //     than resending it forever. The rest of the frame is skipped and the
-//     connection stays open. (Package mllp's doc suggests closing; closing
-//     a socket while the peer is still writing sends a TCP reset, which can
-//     destroy the AR in flight, so skipping is the safer way to be heard.)
+//     connection stays open: closing a socket while the peer is still
+//     writing sends a TCP reset, which can destroy the AR in flight, so
+//     skipping is the safer way to be heard.
 //   - A frame that ends in 0x1C followed by something other than 0x0D:
 //     AR naming the bad end block, also with the salvaged MSH-10; the
-//     sender is waiting for an answer to that frame.
+//     sender is waiting for an answer to that frame. The connection stays
+//     open.
 //   - A frame abandoned by a new start block (0x0B inside a frame): no
 //     answer, since the sender has moved on and an AR now would be read as
 //     the answer to its next message; logged.
@@ -62,7 +65,10 @@
 // time: write the frame, wait for the ACK, check that MSA-2 is the
 // message's MSH-10. Anything that leaves the connection in doubt (a
 // timeout, a read or write error, an ACK for another message, a reply that
-// is not an ACK) closes it, and the next Send dials again. Dials that fail,
+// is not an ACK) closes it, and the next Send dials again. An ACK, AE and
+// AR included, is an answer, not a doubt: the connection stays open for
+// the next message unless ClientOptions.CloseAfterAck asks for a
+// connection per message. Dials that fail,
 // and connections that fail before their first ACK, make the next dial
 // wait: 1 s, doubling up to 60 s by default; the first ACK resets it.
 // OutcomeOf turns a Send's answer into what an engine does next: sent,

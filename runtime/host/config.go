@@ -37,7 +37,7 @@ type Config struct {
 	NoWorkers bool
 	// BatchSize is K: how many ready messages a turn takes and commits
 	// together (default 128, chosen by measuring K = 1..512 on SQLite and
-	// PostgreSQL: see "Choosing K" in the README's benchmark section).
+	// PostgreSQL: see "Choosing K" in docs/benchmarks.md).
 	BatchSize int
 	// LeaseTTL is an activation lease's length (default 30s); leases are
 	// renewed every RenewEvery (default LeaseTTL/3) while cached.

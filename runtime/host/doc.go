@@ -18,5 +18,5 @@
 // leased actor takes up to BatchSize ready messages at once, runs them in
 // memory and commits them together (taking the next batch in the same
 // transaction), so a busy actor costs a small constant number of statements
-// per batch, not per message.
+// per batch, not per message. The design and its rules: docs/architecture.md.
 package host

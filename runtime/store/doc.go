@@ -5,7 +5,7 @@
 // classification, retry of transient failures).
 //
 // Each Backend method is one short transaction of the runtime's transaction
-// map (DESIGN.md): enqueue, claim, take, commit, renew/release, destroy,
+// map (docs/architecture.md): enqueue, claim, take, commit, renew/release, destroy,
 // reminder occurrence, and claim/finish of the outbox tables. Methods take
 // (ctx, *Params) and return this package's row types, in the manner of
 // River's drivers, so the runtime never sees SQL and an adapter never sees
