@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -330,4 +331,16 @@ func (b *Backend) Prune(ctx context.Context, p *store.PruneParams) (store.PruneR
 		return s.commit(ctx, w)
 	})
 	return res, err
+}
+
+// TableCount implements store.Backend.
+func (b *Backend) TableCount(ctx context.Context, table string) (int64, error) {
+	if err := sqlrow.CheckTable(table); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := b.caller.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+		return 0, classify("count "+table, err)
+	}
+	return n, nil
 }

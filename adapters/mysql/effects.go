@@ -332,8 +332,8 @@ func limitOr(n, def int) int {
 	return n
 }
 
-// EffectsOfMessages implements store.EffectsByMessage.
-func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
+// EffectListByMessages implements store.Backend.
+func (b *Backend) EffectListByMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
 	var out []store.EffectInfo
 	for _, c := range sqltx.Chunks(len(messageIDs), 500) {
 		b.count(1)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -305,4 +306,16 @@ func (b *Backend) Prune(ctx context.Context, p *store.PruneParams) (store.PruneR
 	}
 	res.Messages, res.Effects, res.Outbox, res.Broadcasts = int(n[0]), int(n[1]), int(n[2]), int(n[3])
 	return res, nil
+}
+
+// TableCount implements store.Backend.
+func (b *Backend) TableCount(ctx context.Context, table string) (int64, error) {
+	if err := sqlrow.CheckTable(table); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		return 0, classify("count "+table, err)
+	}
+	return n, nil
 }

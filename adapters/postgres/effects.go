@@ -323,8 +323,8 @@ func (b *Backend) EffectGet(ctx context.Context, id int64) (*store.EffectInfo, e
 	return &e, nil
 }
 
-// EffectsOfMessages implements store.EffectsByMessage.
-func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
+// EffectListByMessages implements store.Backend.
+func (b *Backend) EffectListByMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
 	if len(messageIDs) == 0 {
 		return nil, nil
 	}

@@ -300,8 +300,8 @@ func limitOr(n, def int) int {
 	return n
 }
 
-// EffectsOfMessages implements store.EffectsByMessage.
-func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
+// EffectListByMessages implements store.Backend.
+func (b *Backend) EffectListByMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
 	if len(messageIDs) == 0 {
 		return nil, nil
 	}
