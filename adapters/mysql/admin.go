@@ -12,8 +12,6 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-const deadLetterColumns = `d.message_id, a.type, a.id, m.seq, m.name, m.args, COALESCE(m.error, ''), m.attempts, d.dead_at`
-
 func scanDeadLetter(sc interface{ Scan(...any) error }) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var args string
@@ -29,7 +27,7 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 		where, args = "d.type = ? AND "+where, []any{p.Type, p.AfterID}
 	}
 	b.count(1)
-	rows, err := b.db.QueryContext(ctx, `SELECT `+deadLetterColumns+` FROM ductus_dead_letters d
+	rows, err := b.db.QueryContext(ctx, `SELECT `+sqlrow.DeadLetterColumns+` FROM ductus_dead_letters d
 		JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk
 		WHERE `+where+` ORDER BY d.message_id LIMIT ?`, append(args, limitOr(p.Limit, 100))...)
 	if err != nil {
@@ -50,7 +48,7 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 // DeadLetterGet implements store.Backend.
 func (b *Backend) DeadLetterGet(ctx context.Context, messageID int64) (*store.DeadLetter, error) {
 	b.count(1)
-	d, err := scanDeadLetter(b.db.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM ductus_dead_letters d
+	d, err := scanDeadLetter(b.db.QueryRowContext(ctx, `SELECT `+sqlrow.DeadLetterColumns+` FROM ductus_dead_letters d
 		JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk WHERE d.message_id = ?`, messageID))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: dead letter %d", actor.ErrNotFound, messageID)
@@ -185,9 +183,6 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-const actorColumns = `a.pk, a.type, a.id, a.state, a.state_version, a.generation, COALESCE(a.lease_owner, ''), a.lease_expires,
-	a.paused, a.unfinished, a.head_due, a.created_at, a.updated_at`
-
 func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var state sql.NullString
@@ -204,7 +199,7 @@ func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
 // ActorGet implements store.Backend.
 func (b *Backend) ActorGet(ctx context.Context, ref actor.Ref) (*store.ActorInfo, error) {
 	b.count(1)
-	a, err := scanActor(b.db.QueryRowContext(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE a.type = ? AND a.id = ?`, ref.Type, ref.ID))
+	a, err := scanActor(b.db.QueryRowContext(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE a.type = ? AND a.id = ?`, ref.Type, ref.ID))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
@@ -286,7 +281,7 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 	}
 	args = append(args, limitOr(p.Limit, 100))
 	b.count(1)
-	rows, err := b.db.QueryContext(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
+	rows, err := b.db.QueryContext(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY a.id LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("list actors", err)

@@ -20,12 +20,6 @@ import (
 // its own, or (reads) outside any. Multi-row inserts are one VALUES list
 // per batch, as the engine wrote them before it had a seam.
 
-// Batch sizes of the engine's multi-row statements.
-const (
-	ixMessageBatch = 100
-	ixKeyBatch     = 300
-)
-
 // engineStore implements ixstore.Store over the backend.
 type engineStore struct{ b *Backend }
 
@@ -54,28 +48,14 @@ func (s engineStore) MessageInsert(ctx context.Context, outer store.Tx, p *ixsto
 	if outer == nil {
 		return fmt.Errorf("%w: MessageInsert needs the intake's transaction", actor.ErrInvalidArguments)
 	}
+	sts, err := sqlrow.IXInserts(p)
+	if err != nil {
+		return err
+	}
 	return s.engineTx(ctx, outer, func(tx *sql.Tx) error {
-		for _, c := range sqlrow.Chunks(len(p.Messages), ixMessageBatch) {
-			args := make([]any, 0, sqlrow.IXMessageWidth*(c[1]-c[0]))
-			for i := c[0]; i < c[1]; i++ {
-				var err error
-				if args, err = sqlrow.IXMessageArgs(args, &p.Messages[i]); err != nil {
-					return err
-				}
-			}
-			q := `INSERT INTO ductus_ix_messages (` + sqlrow.IXMessageColumns + `) VALUES ` + sqlrow.Values(c[1]-c[0], sqlrow.IXMessageWidth)
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		for _, st := range sts {
+			if _, err := tx.ExecContext(ctx, st.SQL, st.Args...); err != nil {
 				return classify("insert interface messages", err)
-			}
-		}
-		for _, c := range sqlrow.Chunks(len(p.Deliveries), ixKeyBatch) {
-			args := make([]any, 0, 3*(c[1]-c[0]))
-			for _, d := range p.Deliveries[c[0]:c[1]] {
-				args = append(args, d.MessageID, d.Destination, d.LaneMessageID)
-			}
-			q := `INSERT INTO ductus_ix_deliveries (message_id, destination, lane_message_id) VALUES ` + sqlrow.Values(c[1]-c[0], 3)
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-				return classify("insert deliveries", err)
 			}
 		}
 		return nil
@@ -87,15 +67,12 @@ func (s engineStore) MessageByOrigin(ctx context.Context, outer store.Tx, p *ixs
 	var id string
 	found := false
 	err := s.engineTx(ctx, outer, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT id FROM ductus_ix_messages WHERE interface = ? AND origin = ?`, p.Interface, p.Origin).Scan(&id)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
+		err := tx.QueryRowContext(ctx, sqlrow.IXByOrigin, p.Interface, p.Origin).Scan(&id)
+		found = err == nil
+		if errors.Is(err, sql.ErrNoRows) {
 			return nil
-		case err != nil:
-			return classify("find a message by origin", err)
 		}
-		found = true
-		return nil
+		return classify("find a message by origin", err)
 	})
 	return id, found, err
 }
@@ -103,16 +80,9 @@ func (s engineStore) MessageByOrigin(ctx context.Context, outer store.Tx, p *ixs
 // MessageGetMany implements ixstore.Store.
 func (s engineStore) MessageGetMany(ctx context.Context, p *ixstore.MessageGetManyParams) ([]ixstore.Message, error) {
 	var out []ixstore.Message
-	for _, c := range sqlrow.Chunks(len(p.IDs), ixKeyBatch) {
-		args := make([]any, 0, c[1]-c[0])
-		for _, id := range p.IDs[c[0]:c[1]] {
-			args = append(args, id)
-		}
-		rows, err := s.b.caller.QueryContext(ctx, `SELECT `+sqlrow.IXMessageColumns+` FROM ductus_ix_messages WHERE id IN (`+sqlrow.List(len(args))+`)`, args...)
-		if err != nil {
-			return nil, classify("read interface messages", err)
-		}
-		if out, err = scanIXMessages(rows, out); err != nil {
+	for _, st := range sqlrow.IXMessageReads(p.IDs) {
+		var err error
+		if out, err = s.readMessages(ctx, st, out); err != nil {
 			return nil, err
 		}
 	}
@@ -124,59 +94,26 @@ func (s engineStore) MessageList(ctx context.Context, p *ixstore.MessageListPara
 	if p.Limit < 1 {
 		return nil, fmt.Errorf("%w: MessageList: limit %d is not positive", actor.ErrInvalidArguments, p.Limit)
 	}
-	q, args := `SELECT `+sqlrow.IXMessageColumns+` FROM ductus_ix_messages WHERE interface = ?`, []any{p.Interface}
-	if p.Before != "" {
-		q, args = q+` AND id < ?`, append(args, p.Before)
-	}
-	rows, err := s.b.caller.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, p.Limit)...)
-	if err != nil {
-		return nil, classify("list interface messages", err)
-	}
-	return scanIXMessages(rows, nil)
+	return s.readMessages(ctx, sqlrow.IXMessageList(p), nil)
 }
 
-func scanIXMessages(rows *sql.Rows, out []ixstore.Message) ([]ixstore.Message, error) {
-	defer rows.Close()
-	for rows.Next() {
-		m, err := sqlrow.ScanIXMessage(rows)
-		if err != nil {
-			return nil, classify("read interface messages", err)
-		}
-		out = append(out, m)
+func (s engineStore) readMessages(ctx context.Context, st sqlrow.Statement, out []ixstore.Message) ([]ixstore.Message, error) {
+	rows, err := s.b.caller.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return nil, classify("read interface messages", err)
 	}
-	return out, classify("read interface messages", rows.Err())
+	defer rows.Close()
+	out, err = sqlrow.ScanIXMessages(rows, out)
+	return out, classify("read interface messages", err)
 }
 
 // MessageACKs implements ixstore.Store.
 func (s engineStore) MessageACKs(ctx context.Context, outer store.Tx, p *ixstore.MessageACKsParams) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	if len(p.IDs) == 0 {
-		return out, nil
-	}
 	err := s.engineTx(ctx, outer, func(tx *sql.Tx) error {
-		for _, c := range sqlrow.Chunks(len(p.IDs), ixKeyBatch) {
-			args := make([]any, 0, c[1]-c[0])
-			for _, id := range p.IDs[c[0]:c[1]] {
-				args = append(args, id)
-			}
-			rows, err := tx.QueryContext(ctx, `SELECT id, ack FROM ductus_ix_messages WHERE id IN (`+sqlrow.List(len(args))+`)`, args...)
-			if err != nil {
-				return classify("read ACKs", err)
-			}
-			for rows.Next() {
-				var id string
-				var ack []byte
-				if err := rows.Scan(&id, &ack); err != nil {
-					rows.Close()
-					return classify("read ACKs", err)
-				}
-				out[id] = ack
-			}
-			if err := rows.Close(); err != nil {
-				return classify("read ACKs", err)
-			}
-			if err := rows.Err(); err != nil {
-				return classify("read ACKs", err)
+		for _, st := range sqlrow.IXACKReads(p.IDs) {
+			if err := queryPairs(ctx, tx, "read ACKs", st, out); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -184,22 +121,25 @@ func (s engineStore) MessageACKs(ctx context.Context, outer store.Tx, p *ixstore
 	return out, err
 }
 
+// queryPairs runs st in tx and reads its (key, value) rows into into.
+func queryPairs[V string | []byte](ctx context.Context, tx *sql.Tx, op string, st sqlrow.Statement, into map[string]V) error {
+	rows, err := tx.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return classify(op, err)
+	}
+	defer rows.Close()
+	return classify(op, sqlrow.ScanPairs(rows, into))
+}
+
 // DeliveryList implements ixstore.Store.
 func (s engineStore) DeliveryList(ctx context.Context, p *ixstore.DeliveryListParams) ([]ixstore.Delivery, error) {
-	rows, err := s.b.caller.QueryContext(ctx, `SELECT destination, lane_message_id FROM ductus_ix_deliveries WHERE message_id = ? ORDER BY destination`, p.MessageID)
+	rows, err := s.b.caller.QueryContext(ctx, sqlrow.IXDeliveries, p.MessageID)
 	if err != nil {
 		return nil, classify("read deliveries", err)
 	}
 	defer rows.Close()
-	var out []ixstore.Delivery
-	for rows.Next() {
-		d := ixstore.Delivery{MessageID: p.MessageID}
-		if err := rows.Scan(&d.Destination, &d.LaneMessageID); err != nil {
-			return nil, classify("read deliveries", err)
-		}
-		out = append(out, d)
-	}
-	return out, classify("read deliveries", rows.Err())
+	out, err := sqlrow.ScanDeliveries(rows, p.MessageID)
+	return out, classify("read deliveries", err)
 }
 
 // DedupeClaim implements ixstore.Store: the insert-if-absent locks each
@@ -210,45 +150,19 @@ func (s engineStore) DedupeClaim(ctx context.Context, outer store.Tx, p *ixstore
 	if outer == nil {
 		return nil, fmt.Errorf("%w: DedupeClaim needs the intake's transaction", actor.ErrInvalidArguments)
 	}
-	sorted := sqlrow.SortedKeys(p.Keys)
 	out := make(map[string]string, len(p.Keys))
-	at, cutoff := p.At.UnixMicro(), p.Since.UnixMicro()
+	cutoff := p.Since.UnixMicro()
 	err := s.engineTx(ctx, outer, func(tx *sql.Tx) error {
-		for _, c := range sqlrow.Chunks(len(sorted), ixKeyBatch) {
-			part := sorted[c[0]:c[1]]
-			args := make([]any, 0, 4*len(part)+2)
-			for _, k := range part {
-				args = append(args, p.Interface, k, p.Keys[k], at)
-			}
-			args = append(args, cutoff, cutoff)
+		for _, c := range sqlrow.IXClaims(p) {
 			// message_id first: each assignment sees the columns already
 			// assigned, and seen_at must still be the old one here.
-			q := `INSERT INTO ductus_ix_dedupe (interface, dedupe_key, message_id, seen_at) VALUES ` + sqlrow.Values(len(part), 4) +
-				` ON DUPLICATE KEY UPDATE message_id = IF(seen_at < ?, VALUES(message_id), message_id), seen_at = IF(seen_at < ?, VALUES(seen_at), seen_at)`
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			q := c.Insert.SQL + ` ON DUPLICATE KEY UPDATE message_id = IF(seen_at < ?, VALUES(message_id), message_id),
+				seen_at = IF(seen_at < ?, VALUES(seen_at), seen_at)`
+			if _, err := tx.ExecContext(ctx, q, append(c.Insert.Args, cutoff, cutoff)...); err != nil {
 				return classify("claim dedupe keys", err)
 			}
-			args = append(args[:0], p.Interface)
-			for _, k := range part {
-				args = append(args, k)
-			}
-			rows, err := tx.QueryContext(ctx, `SELECT dedupe_key, message_id FROM ductus_ix_dedupe WHERE interface = ? AND dedupe_key IN (`+sqlrow.List(len(part))+`)`, args...)
-			if err != nil {
-				return classify("read dedupe claims", err)
-			}
-			for rows.Next() {
-				var k, id string
-				if err := rows.Scan(&k, &id); err != nil {
-					rows.Close()
-					return classify("read dedupe claims", err)
-				}
-				out[k] = id
-			}
-			if err := rows.Close(); err != nil {
-				return classify("read dedupe claims", err)
-			}
-			if err := rows.Err(); err != nil {
-				return classify("read dedupe claims", err)
+			if err := queryPairs(ctx, tx, "read dedupe claims", c.Read, out); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -281,11 +195,10 @@ func (s engineStore) DedupePrune(ctx context.Context, p *ixstore.DedupePrunePara
 func (s engineStore) SourceStatePut(ctx context.Context, outer store.Tx, p *ixstore.SourceStatePutParams) error {
 	return s.engineTx(ctx, outer, func(tx *sql.Tx) error {
 		if p.Value == nil {
-			_, err := tx.ExecContext(ctx, `DELETE FROM ductus_ix_source_state WHERE interface = ? AND state_key = ?`, p.Interface, p.Key)
+			_, err := tx.ExecContext(ctx, sqlrow.IXStateDelete, p.Interface, p.Key)
 			return classify("delete source state", err)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO ductus_ix_source_state (interface, state_key, value, updated_at) VALUES (?, ?, ?, ?)
-			ON DUPLICATE KEY UPDATE value = VALUES(value), updated_at = VALUES(updated_at)`,
+		_, err := tx.ExecContext(ctx, sqlrow.IXStatePut+` ON DUPLICATE KEY UPDATE value = VALUES(value), updated_at = VALUES(updated_at)`,
 			p.Interface, p.Key, string(p.Value), p.At.UnixMicro())
 		return classify("write source state", err)
 	})
@@ -294,11 +207,11 @@ func (s engineStore) SourceStatePut(ctx context.Context, outer store.Tx, p *ixst
 // SourceStateGet implements ixstore.Store.
 func (s engineStore) SourceStateGet(ctx context.Context, p *ixstore.SourceStateGetParams) ([]byte, bool, error) {
 	var v string
-	err := s.b.caller.QueryRowContext(ctx, `SELECT value FROM ductus_ix_source_state WHERE interface = ? AND state_key = ?`, p.Interface, p.Key).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	err := s.b.caller.QueryRowContext(ctx, sqlrow.IXStateGet, p.Interface, p.Key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
-	case err != nil:
+	}
+	if err != nil {
 		return nil, false, classify("read source state", err)
 	}
 	return []byte(v), true, nil

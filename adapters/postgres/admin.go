@@ -17,8 +17,6 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-const deadLetterColumns = `d.message_id, a.type, a.id, m.seq, m.name, m.args, COALESCE(m.error, ''), m.attempts, d.dead_at`
-
 const deadLetterFrom = ` FROM ductus_dead_letters d JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk`
 
 func scanDeadLetter(row pgx.Row) (store.DeadLetter, error) {
@@ -29,7 +27,7 @@ func scanDeadLetter(row pgx.Row) (store.DeadLetter, error) {
 
 // DeadLetterList implements store.Backend.
 func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListParams) ([]store.DeadLetter, error) {
-	q := `SELECT ` + deadLetterColumns + deadLetterFrom + ` WHERE d.message_id > $1`
+	q := `SELECT ` + sqlrow.DeadLetterColumns + deadLetterFrom + ` WHERE d.message_id > $1`
 	args := []any{p.AfterID, limitOr(p.Limit, 100)}
 	if p.Type != "" { // a text of its own, so the generic plan uses the type index
 		q += ` AND d.type = $3`
@@ -53,7 +51,7 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 
 // DeadLetterGet implements store.Backend.
 func (b *Backend) DeadLetterGet(ctx context.Context, messageID int64) (*store.DeadLetter, error) {
-	d, err := scanDeadLetter(b.pool.QueryRow(ctx, `SELECT `+deadLetterColumns+deadLetterFrom+` WHERE d.message_id = $1`, messageID))
+	d, err := scanDeadLetter(b.pool.QueryRow(ctx, `SELECT `+sqlrow.DeadLetterColumns+deadLetterFrom+` WHERE d.message_id = $1`, messageID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: dead letter %d", actor.ErrNotFound, messageID)
 	}
@@ -175,9 +173,6 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-const actorColumns = `a.pk, a.type, a.id, a.state, a.state_version, a.generation, COALESCE(a.lease_owner, ''), a.lease_expires,
-	a.paused, a.unfinished, a.head_due, a.created_at, a.updated_at`
-
 func scanActor(row pgx.Row) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var exp, head pgtype.Timestamptz
@@ -197,7 +192,7 @@ func (b *Backend) ActorGet(ctx context.Context, ref actor.Ref) (*store.ActorInfo
 	if !storable(ref) {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
-	a, err := scanActor(b.pool.QueryRow(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE a.type = $1 AND a.id = $2`, ref.Type, ref.ID))
+	a, err := scanActor(b.pool.QueryRow(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE a.type = $1 AND a.id = $2`, ref.Type, ref.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
@@ -263,7 +258,7 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 			pgx.Identifier{o.Table}.Sanitize(), pgx.Identifier{o.Column}.Sanitize()))
 	}
 	limit := arg(limitOr(p.Limit, 100))
-	rows, err := b.pool.Query(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
+	rows, err := b.pool.Query(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY a.id LIMIT `+limit, args...)
 	if err != nil {
 		return nil, classify("list actors", err)

@@ -11,8 +11,6 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-const deadLetterColumns = `d.message_id, a.type, a.id, m.seq, m.name, m.args, COALESCE(m.error, ''), m.attempts, d.dead_at`
-
 func scanDeadLetter(sc interface{ Scan(...any) error }) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var args string
@@ -25,7 +23,7 @@ func scanDeadLetter(sc interface{ Scan(...any) error }) (store.DeadLetter, error
 
 // DeadLetterList implements store.Backend.
 func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListParams) ([]store.DeadLetter, error) {
-	rows, err := b.r.QueryContext(ctx, `SELECT `+deadLetterColumns+` FROM ductus_dead_letters d
+	rows, err := b.r.QueryContext(ctx, `SELECT `+sqlrow.DeadLetterColumns+` FROM ductus_dead_letters d
 		JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk
 		WHERE (? = '' OR d.type = ?) AND d.message_id > ? ORDER BY d.message_id LIMIT ?`, p.Type, p.Type, p.AfterID, limitOr(p.Limit, 100))
 	if err != nil {
@@ -45,7 +43,7 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 
 // DeadLetterGet implements store.Backend.
 func (b *Backend) DeadLetterGet(ctx context.Context, messageID int64) (*store.DeadLetter, error) {
-	d, err := scanDeadLetter(b.r.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM ductus_dead_letters d
+	d, err := scanDeadLetter(b.r.QueryRowContext(ctx, `SELECT `+sqlrow.DeadLetterColumns+` FROM ductus_dead_letters d
 		JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk WHERE d.message_id = ?`, messageID))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: dead letter %d", actor.ErrNotFound, messageID)
@@ -161,9 +159,6 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-const actorColumns = `a.pk, a.type, a.id, a.state, a.state_version, a.generation, COALESCE(a.lease_owner, ''), a.lease_expires,
-	a.paused, a.unfinished, a.head_due, a.created_at, a.updated_at`
-
 func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var state sql.NullString
@@ -182,7 +177,7 @@ func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
 
 // ActorGet implements store.Backend.
 func (b *Backend) ActorGet(ctx context.Context, ref actor.Ref) (*store.ActorInfo, error) {
-	a, err := scanActor(b.r.QueryRowContext(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE a.type = ? AND a.id = ?`, ref.Type, ref.ID))
+	a, err := scanActor(b.r.QueryRowContext(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE a.type = ? AND a.id = ?`, ref.Type, ref.ID))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
@@ -233,7 +228,7 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 		where = append(where, fmt.Sprintf(`NOT EXISTS (SELECT 1 FROM "%s" o WHERE CAST(o."%s" AS TEXT) = a.id)`, o.Table, o.Column))
 	}
 	args = append(args, limitOr(p.Limit, 100))
-	rows, err := b.r.QueryContext(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
+	rows, err := b.r.QueryContext(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY a.id LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("list actors", err)

@@ -149,6 +149,18 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("quiet actors = %d, %v (o3 has pending work)", len(quiet), err)
 		}
 	},
+	"TableCount": func(t *testing.T, b store.Backend) {
+		enqueueN(t, b, ref("x"), 3)
+		ctx := ctxT(t)
+		if n, err := b.TableCount(ctx, "ductus_messages"); err != nil || n != 3 {
+			t.Fatalf("ductus_messages = %d, %v", n, err)
+		}
+		for _, bad := range []string{"", "actors", "ductus_actors; DROP TABLE ductus_actors", "DUCTUS_ACTORS", "ductus_actors a"} {
+			if _, err := b.TableCount(ctx, bad); !errors.Is(err, actor.ErrInvalidArguments) {
+				t.Errorf("TableCount(%q) = %v, want ErrInvalidArguments", bad, err)
+			}
+		}
+	},
 	"OrphanedAgainstOwnerTable": func(t *testing.T, b store.Backend) {
 		ctx := ctxT(t)
 		// The process registry is the owner table: its id column holds
