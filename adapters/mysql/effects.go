@@ -265,7 +265,7 @@ func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
 	return n > 0, err
 }
 
-func scanEffectInfo(sc interface{ Scan(...any) error }) (store.EffectInfo, error) {
+func scanEffectInfo(sc sqlrow.Scanner) (store.EffectInfo, error) {
 	var e store.EffectInfo
 	var args string
 	var result, errText sql.NullString
@@ -295,15 +295,8 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 		return nil, classify("list effects", err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify("list effects", err)
-		}
-		out = append(out, e)
-	}
-	return out, classify("list effects", rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify("list effects", err)
 }
 
 // EffectGet implements store.Backend.

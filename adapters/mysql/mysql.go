@@ -63,6 +63,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
@@ -414,15 +415,8 @@ func (m migrator) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
 		return nil, classify("read applied migrations", err)
 	}
 	defer rows.Close()
-	out := map[int]bool{}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, classify("read applied migrations", err)
-		}
-		out[v] = true
-	}
-	return out, classify("read applied migrations", rows.Err())
+	out, err := sqlrow.Versions(rows)
+	return out, classify("read applied migrations", err)
 }
 
 // MigrationApply implements store.Migrator, statement by statement: DDL

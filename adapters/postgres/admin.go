@@ -19,7 +19,7 @@ import (
 
 const deadLetterFrom = ` FROM ductus_dead_letters d JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk`
 
-func scanDeadLetter(row pgx.Row) (store.DeadLetter, error) {
+func scanDeadLetter(row sqlrow.Scanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	err := row.Scan(&d.MessageID, &d.Ref.Type, &d.Ref.ID, &d.Seq, &d.Name, &d.Args, &d.Error, &d.Attempts, &d.DeadAt)
 	return d, err
@@ -38,15 +38,8 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 		return nil, classify("list dead letters", err)
 	}
 	defer rows.Close()
-	var out []store.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, classify("list dead letters", err)
-		}
-		out = append(out, d)
-	}
-	return out, classify("list dead letters", rows.Err())
+	out, err := sqlrow.Collect(rows, scanDeadLetter)
+	return out, classify("list dead letters", err)
 }
 
 // DeadLetterGet implements store.Backend.
@@ -173,7 +166,7 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-func scanActor(row pgx.Row) (store.ActorInfo, error) {
+func scanActor(row sqlrow.Scanner) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var exp, head pgtype.Timestamptz
 	err := row.Scan(&a.PK, &a.Ref.Type, &a.Ref.ID, &a.State, &a.StateVersion, &a.Generation, &a.LeaseOwner, &exp,
@@ -264,15 +257,8 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 		return nil, classify("list actors", err)
 	}
 	defer rows.Close()
-	var out []store.ActorInfo
-	for rows.Next() {
-		a, err := scanActor(rows)
-		if err != nil {
-			return nil, classify("list actors", err)
-		}
-		out = append(out, a)
-	}
-	return out, classify("list actors", rows.Err())
+	out, err := sqlrow.Collect(rows, scanActor)
+	return out, classify("list actors", err)
 }
 
 // Prune implements store.Backend: each table loses at most Limit rows per

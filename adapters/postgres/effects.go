@@ -252,7 +252,7 @@ func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
 	return tag.RowsAffected() > 0, nil
 }
 
-func scanEffectInfo(row pgx.Row) (store.EffectInfo, error) {
+func scanEffectInfo(row sqlrow.Scanner) (store.EffectInfo, error) {
 	var e store.EffectInfo
 	var errText pgtype.Text
 	var finished pgtype.Timestamptz
@@ -272,15 +272,8 @@ func (b *Backend) listEffects(ctx context.Context, op, query string, args ...any
 		return nil, classify(op, err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify(op, err)
-		}
-		out = append(out, e)
-	}
-	return out, classify(op, rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify(op, err)
 }
 
 // EffectList implements store.Backend. The state is written into the

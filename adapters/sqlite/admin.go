@@ -11,7 +11,7 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-func scanDeadLetter(sc interface{ Scan(...any) error }) (store.DeadLetter, error) {
+func scanDeadLetter(sc sqlrow.Scanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var args string
 	var dead int64
@@ -30,15 +30,8 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 		return nil, classify("list dead letters", err)
 	}
 	defer rows.Close()
-	var out []store.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, classify("list dead letters", err)
-		}
-		out = append(out, d)
-	}
-	return out, classify("list dead letters", rows.Err())
+	out, err := sqlrow.Collect(rows, scanDeadLetter)
+	return out, classify("list dead letters", err)
 }
 
 // DeadLetterGet implements store.Backend.
@@ -159,7 +152,7 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
+func scanActor(sc sqlrow.Scanner) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var state sql.NullString
 	var exp, head sql.NullInt64
@@ -234,15 +227,8 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 		return nil, classify("list actors", err)
 	}
 	defer rows.Close()
-	var out []store.ActorInfo
-	for rows.Next() {
-		a, err := scanActor(rows)
-		if err != nil {
-			return nil, classify("list actors", err)
-		}
-		out = append(out, a)
-	}
-	return out, classify("list actors", rows.Err())
+	out, err := sqlrow.Collect(rows, scanActor)
+	return out, classify("list actors", err)
 }
 
 // Prune implements store.Backend: each table loses at most Limit rows per

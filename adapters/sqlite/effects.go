@@ -234,7 +234,7 @@ func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
 	return ok, err
 }
 
-func scanEffectInfo(sc interface{ Scan(...any) error }) (store.EffectInfo, error) {
+func scanEffectInfo(sc sqlrow.Scanner) (store.EffectInfo, error) {
 	var e store.EffectInfo
 	var args string
 	var result, errText sql.NullString
@@ -264,15 +264,8 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 		return nil, classify("list effects", err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify("list effects", err)
-		}
-		out = append(out, e)
-	}
-	return out, classify("list effects", rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify("list effects", err)
 }
 
 // EffectGet implements store.Backend.
@@ -306,13 +299,6 @@ func (b *Backend) EffectListByMessages(ctx context.Context, messageIDs []int64) 
 		return nil, classify("list effects of messages", err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify("list effects of messages", err)
-		}
-		out = append(out, e)
-	}
-	return out, classify("list effects of messages", rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify("list effects of messages", err)
 }

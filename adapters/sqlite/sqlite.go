@@ -31,6 +31,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
@@ -313,15 +314,8 @@ func (m migrator) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
 		return nil, classify("read applied migrations", err)
 	}
 	defer rows.Close()
-	out := map[int]bool{}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, classify("read applied migrations", err)
-		}
-		out[v] = true
-	}
-	return out, classify("read applied migrations", rows.Err())
+	out, err := sqlrow.Versions(rows)
+	return out, classify("read applied migrations", err)
 }
 
 // MigrationApply implements store.Migrator: SQLite runs DDL in a

@@ -49,3 +49,23 @@ func InOrder(ids []int64, found map[int64]store.MessageStatus) []store.MessageSt
 	}
 	return out
 }
+
+// ScanLeaseRef reads a row of (actor pk, generation).
+func ScanLeaseRef(sc Scanner) (store.LeaseRef, error) {
+	var l store.LeaseRef
+	err := sc.Scan(&l.ActorPK, &l.Generation)
+	return l, err
+}
+
+// Versions reads the applied versions of a migration line's record.
+func Versions(rows Rows) (map[int]bool, error) {
+	out := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out[v] = true
+	}
+	return out, rows.Err()
+}

@@ -62,3 +62,18 @@ func CheckTable(table string) error {
 	}
 	return nil
 }
+
+// Collect reads every row of rows with scan (one of the adapter's scan
+// functions of a row type) and returns the rows read, or the first error.
+// The caller closes rows.
+func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
