@@ -2,6 +2,13 @@
 // its own folder of numbered SQL files (0001_name.sql, ...), applied in order
 // by store.Migrate at open.
 //
+// There are two lines per backend, each numbered and recorded on its own:
+// the runtime's (<backend>/*.sql, recorded in ductus_schema_migrations,
+// applied by the adapter's Open) and the integration engine's
+// (<backend>/engine/*.sql, recorded in ductus_ix_schema_migrations, applied
+// by the engine through ixstore.Store.SchemaMigrate). A runtime-only user
+// gets the runtime's tables and nothing of the engine's.
+//
 // Migrations are expand-only: a file may add tables, columns and indexes but
 // never drop or rename what an older binary still reads, so rolling back is
 // reinstalling the previous binary (which ignores newer files it does not
@@ -15,14 +22,28 @@ package migrations
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 )
 
-//go:embed sqlite/*.sql postgres/*.sql mysql/*.sql
+//go:embed sqlite/*.sql postgres/*.sql mysql/*.sql sqlite/engine/*.sql postgres/engine/*.sql mysql/engine/*.sql
 var files embed.FS
 
-// For returns the migration files of a backend ("sqlite", "postgres",
-// "mysql") as a file system whose root holds the numbered files.
+// For returns the runtime's migration files of a backend ("sqlite",
+// "postgres", "mysql") as a file system whose root holds the numbered files.
 func For(backend string) (fs.FS, error) {
-	return fs.Sub(files, backend)
+	return sub(backend)
+}
+
+// Engine returns the integration engine's migration files of a backend, in
+// the same form as For.
+func Engine(backend string) (fs.FS, error) {
+	return sub(backend + "/engine")
+}
+
+func sub(dir string) (fs.FS, error) {
+	if _, err := fs.Stat(files, dir); err != nil {
+		return nil, fmt.Errorf("migrations: no migrations for %q: %w", dir, err)
+	}
+	return fs.Sub(files, dir)
 }

@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"io/fs"
 	"testing"
 
 	"github.com/ductus/ductus/runtime/store"
@@ -9,9 +10,21 @@ import (
 // Every backend's files are numbered, headed and in step: the same versions
 // exist for every backend, so a schema change is never made for one only.
 func TestEveryBackendHasHeadedFilesInStep(t *testing.T) {
+	for _, line := range []struct {
+		name string
+		open func(string) (fs.FS, error)
+	}{{"runtime", For}, {"engine", Engine}} {
+		t.Run(line.name, func(t *testing.T) { headedInStep(t, line.open) })
+	}
+	if _, err := For("oracle"); err == nil {
+		t.Error("For(oracle) answered migrations")
+	}
+}
+
+func headedInStep(t *testing.T, open func(string) (fs.FS, error)) {
 	versions := map[string][]int{}
 	for _, b := range []string{"sqlite", "postgres", "mysql"} {
-		fsys, err := For(b)
+		fsys, err := open(b)
 		if err != nil {
 			t.Fatal(err)
 		}

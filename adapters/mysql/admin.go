@@ -8,12 +8,11 @@ import (
 	"strings"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
-const deadLetterColumns = `d.message_id, a.type, a.id, m.seq, m.name, m.args, COALESCE(m.error, ''), m.attempts, d.dead_at`
-
-func scanDeadLetter(sc interface{ Scan(...any) error }) (store.DeadLetter, error) {
+func scanDeadLetter(sc sqlrow.Scanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var args string
 	err := sc.Scan(&d.MessageID, &d.Ref.Type, &d.Ref.ID, &d.Seq, &d.Name, &args, &d.Error, &d.Attempts, &d.DeadAt)
@@ -28,28 +27,21 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 		where, args = "d.type = ? AND "+where, []any{p.Type, p.AfterID}
 	}
 	b.count(1)
-	rows, err := b.db.QueryContext(ctx, `SELECT `+deadLetterColumns+` FROM ductus_dead_letters d
+	rows, err := b.db.QueryContext(ctx, `SELECT `+sqlrow.DeadLetterColumns+` FROM ductus_dead_letters d
 		JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk
 		WHERE `+where+` ORDER BY d.message_id LIMIT ?`, append(args, limitOr(p.Limit, 100))...)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
 	defer rows.Close()
-	var out []store.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, classify("list dead letters", err)
-		}
-		out = append(out, d)
-	}
-	return out, classify("list dead letters", rows.Err())
+	out, err := sqlrow.Collect(rows, scanDeadLetter)
+	return out, classify("list dead letters", err)
 }
 
 // DeadLetterGet implements store.Backend.
 func (b *Backend) DeadLetterGet(ctx context.Context, messageID int64) (*store.DeadLetter, error) {
 	b.count(1)
-	d, err := scanDeadLetter(b.db.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM ductus_dead_letters d
+	d, err := scanDeadLetter(b.db.QueryRowContext(ctx, `SELECT `+sqlrow.DeadLetterColumns+` FROM ductus_dead_letters d
 		JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk WHERE d.message_id = ?`, messageID))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: dead letter %d", actor.ErrNotFound, messageID)
@@ -184,10 +176,7 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-const actorColumns = `a.pk, a.type, a.id, a.state, a.state_version, a.generation, COALESCE(a.lease_owner, ''), a.lease_expires,
-	a.paused, a.unfinished, a.head_due, a.created_at, a.updated_at`
-
-func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
+func scanActor(sc sqlrow.Scanner) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var state sql.NullString
 	var exp, head sql.NullTime
@@ -203,7 +192,7 @@ func scanActor(sc interface{ Scan(...any) error }) (store.ActorInfo, error) {
 // ActorGet implements store.Backend.
 func (b *Backend) ActorGet(ctx context.Context, ref actor.Ref) (*store.ActorInfo, error) {
 	b.count(1)
-	a, err := scanActor(b.db.QueryRowContext(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE a.type = ? AND a.id = ?`, ref.Type, ref.ID))
+	a, err := scanActor(b.db.QueryRowContext(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE a.type = ? AND a.id = ?`, ref.Type, ref.ID))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
@@ -285,21 +274,14 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 	}
 	args = append(args, limitOr(p.Limit, 100))
 	b.count(1)
-	rows, err := b.db.QueryContext(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
+	rows, err := b.db.QueryContext(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY a.id LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("list actors", err)
 	}
 	defer rows.Close()
-	var out []store.ActorInfo
-	for rows.Next() {
-		a, err := scanActor(rows)
-		if err != nil {
-			return nil, classify("list actors", err)
-		}
-		out = append(out, a)
-	}
-	return out, classify("list actors", rows.Err())
+	out, err := sqlrow.Collect(rows, scanActor)
+	return out, classify("list actors", err)
 }
 
 // Prune implements store.Backend: each table loses at most Limit rows per
@@ -330,4 +312,16 @@ func (b *Backend) Prune(ctx context.Context, p *store.PruneParams) (store.PruneR
 		return s.commit(ctx, w)
 	})
 	return res, err
+}
+
+// TableCount implements store.Backend.
+func (b *Backend) TableCount(ctx context.Context, table string) (int64, error) {
+	if err := sqlrow.CheckTable(table); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := b.caller.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+		return 0, classify("count "+table, err)
+	}
+	return n, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
@@ -181,13 +182,6 @@ func (b *Backend) LeaseOwnedDue(ctx context.Context, owner string) ([]store.Leas
 		return nil, classify("list owned actors with work", err)
 	}
 	defer rows.Close()
-	var out []store.LeaseRef
-	for rows.Next() {
-		var l store.LeaseRef
-		if err := rows.Scan(&l.ActorPK, &l.Generation); err != nil {
-			return nil, classify("list owned actors with work", err)
-		}
-		out = append(out, l)
-	}
-	return out, classify("list owned actors with work", rows.Err())
+	out, err := sqlrow.Collect(rows, sqlrow.ScanLeaseRef)
+	return out, classify("list owned actors with work", err)
 }

@@ -55,6 +55,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -62,6 +63,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
@@ -120,11 +123,10 @@ type Backend struct {
 }
 
 var (
-	_ store.Backend          = (*Backend)(nil)
-	_ store.Signaler         = (*Backend)(nil)
-	_ store.Notifier         = (*Backend)(nil)
-	_ store.Querier          = (*Backend)(nil)
-	_ store.EffectsByMessage = (*Backend)(nil)
+	_ store.Backend   = (*Backend)(nil)
+	_ store.Signaler  = (*Backend)(nil)
+	_ store.Notifier  = (*Backend)(nil)
+	_ ixstore.Backend = (*Backend)(nil)
 )
 
 // Stats counts the round trips and statements the adapter has sent, and
@@ -216,7 +218,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.statements == nil {
 		b.statements = new(atomic.Int64)
 	}
-	if err := b.migrate(ctx); err != nil {
+	if err := b.migrate(ctx, migrations.For, runtimeMigrations); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -332,10 +334,17 @@ func (b *Backend) Begin(ctx context.Context, _ store.TxOptions) (store.Tx, error
 	return &sqltx.Tx{Tx: tx, Name: "mysql", Classify: classify}, nil
 }
 
-// migrate applies the embedded schema under a named lock (so processes
-// starting together do not race), then checks every ductus_ table is
-// InnoDB. MySQL commits DDL implicitly, so files are written to be re-run.
-func (b *Backend) migrate(ctx context.Context) error {
+// The tables recording each migration line's applied versions.
+const (
+	runtimeMigrations = "ductus_schema_migrations"
+	engineMigrations  = "ductus_ix_schema_migrations"
+)
+
+// migrate applies one line of the embedded schema (line returns its files,
+// table records them) under a named lock (so processes starting together
+// do not race), then checks every ductus_ table is InnoDB. MySQL commits
+// DDL implicitly, so files are written to be re-run.
+func (b *Backend) migrate(ctx context.Context, line func(backend string) (fs.FS, error), table string) error {
 	conn, err := b.caller.Conn(ctx)
 	if err != nil {
 		return classify("connect", err)
@@ -352,11 +361,11 @@ func (b *Backend) migrate(ctx context.Context) error {
 		return errors.New("mysql: another process held the migration lock for 60s")
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT('ductus_migrate.', DATABASE()))")
-	fsys, err := migrations.For("mysql")
+	fsys, err := line("mysql")
 	if err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}
-	if err := store.Migrate(ctx, migrator{conn}, fsys); err != nil {
+	if err := store.Migrate(ctx, migrator{conn: conn, table: table}, fsys); err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}
 	return checkEngines(ctx, conn)
@@ -388,29 +397,26 @@ func checkEngines(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// migrator applies migration files on one connection.
-type migrator struct{ conn *sql.Conn }
+// migrator applies migration files on one connection, recording them in
+// table.
+type migrator struct {
+	conn  *sql.Conn
+	table string
+}
 
 // MigrationsApplied implements store.Migrator.
 func (m migrator) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
-	if _, err := m.conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ductus_schema_migrations (
+	if _, err := m.conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+m.table+` (
 		version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB`); err != nil {
 		return nil, classify("create the migrations table", err)
 	}
-	rows, err := m.conn.QueryContext(ctx, "SELECT version FROM ductus_schema_migrations")
+	rows, err := m.conn.QueryContext(ctx, "SELECT version FROM "+m.table)
 	if err != nil {
 		return nil, classify("read applied migrations", err)
 	}
 	defer rows.Close()
-	out := map[int]bool{}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, classify("read applied migrations", err)
-		}
-		out[v] = true
-	}
-	return out, classify("read applied migrations", rows.Err())
+	out, err := sqlrow.Versions(rows)
+	return out, classify("read applied migrations", err)
 }
 
 // MigrationApply implements store.Migrator, statement by statement: DDL
@@ -425,18 +431,8 @@ func (m migrator) MigrationApply(ctx context.Context, f store.MigrationFile) err
 			return classify(fmt.Sprintf("apply %s statement %d", f.Name, i+1), err)
 		}
 	}
-	_, err := m.conn.ExecContext(ctx, "INSERT INTO ductus_schema_migrations (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6))", f.Version, f.Name)
+	_, err := m.conn.ExecContext(ctx, "INSERT INTO "+m.table+" (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6))", f.Version, f.Name)
 	return classify("record "+f.Name, err)
-}
-
-// Query implements store.Querier: read-only queries on the caller pool
-// (the driver's defaults, one statement per call).
-func (b *Backend) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	rows, err := b.caller.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify("query", err)
-	}
-	return rows, nil
 }
 
 // driverLog routes the driver's own messages (a connection that broke,
@@ -480,4 +476,16 @@ func withoutComments(s string) string {
 		}
 		s = s[i+1:]
 	}
+}
+
+// Exec runs one statement of the caller's own on the caller pool, outside
+// any transaction, and returns the rows it affected: for tools and tests
+// that change the database on purpose (a test that takes a table away).
+// The runtime and the engine never call it.
+func (b *Backend) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := b.caller.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, classify("caller statement", err)
+	}
+	return res.RowsAffected()
 }

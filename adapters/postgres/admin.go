@@ -13,14 +13,13 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
-const deadLetterColumns = `d.message_id, a.type, a.id, m.seq, m.name, m.args, COALESCE(m.error, ''), m.attempts, d.dead_at`
-
 const deadLetterFrom = ` FROM ductus_dead_letters d JOIN ductus_messages m ON m.id = d.message_id JOIN ductus_actors a ON a.pk = d.actor_pk`
 
-func scanDeadLetter(row pgx.Row) (store.DeadLetter, error) {
+func scanDeadLetter(row sqlrow.Scanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	err := row.Scan(&d.MessageID, &d.Ref.Type, &d.Ref.ID, &d.Seq, &d.Name, &d.Args, &d.Error, &d.Attempts, &d.DeadAt)
 	return d, err
@@ -28,7 +27,7 @@ func scanDeadLetter(row pgx.Row) (store.DeadLetter, error) {
 
 // DeadLetterList implements store.Backend.
 func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListParams) ([]store.DeadLetter, error) {
-	q := `SELECT ` + deadLetterColumns + deadLetterFrom + ` WHERE d.message_id > $1`
+	q := `SELECT ` + sqlrow.DeadLetterColumns + deadLetterFrom + ` WHERE d.message_id > $1`
 	args := []any{p.AfterID, limitOr(p.Limit, 100)}
 	if p.Type != "" { // a text of its own, so the generic plan uses the type index
 		q += ` AND d.type = $3`
@@ -39,20 +38,13 @@ func (b *Backend) DeadLetterList(ctx context.Context, p *store.DeadLetterListPar
 		return nil, classify("list dead letters", err)
 	}
 	defer rows.Close()
-	var out []store.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, classify("list dead letters", err)
-		}
-		out = append(out, d)
-	}
-	return out, classify("list dead letters", rows.Err())
+	out, err := sqlrow.Collect(rows, scanDeadLetter)
+	return out, classify("list dead letters", err)
 }
 
 // DeadLetterGet implements store.Backend.
 func (b *Backend) DeadLetterGet(ctx context.Context, messageID int64) (*store.DeadLetter, error) {
-	d, err := scanDeadLetter(b.pool.QueryRow(ctx, `SELECT `+deadLetterColumns+deadLetterFrom+` WHERE d.message_id = $1`, messageID))
+	d, err := scanDeadLetter(b.pool.QueryRow(ctx, `SELECT `+sqlrow.DeadLetterColumns+deadLetterFrom+` WHERE d.message_id = $1`, messageID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: dead letter %d", actor.ErrNotFound, messageID)
 	}
@@ -174,10 +166,7 @@ func (b *Backend) ActorSkipHead(ctx context.Context, ref actor.Ref, reason strin
 	return id, err
 }
 
-const actorColumns = `a.pk, a.type, a.id, a.state, a.state_version, a.generation, COALESCE(a.lease_owner, ''), a.lease_expires,
-	a.paused, a.unfinished, a.head_due, a.created_at, a.updated_at`
-
-func scanActor(row pgx.Row) (store.ActorInfo, error) {
+func scanActor(row sqlrow.Scanner) (store.ActorInfo, error) {
 	var a store.ActorInfo
 	var exp, head pgtype.Timestamptz
 	err := row.Scan(&a.PK, &a.Ref.Type, &a.Ref.ID, &a.State, &a.StateVersion, &a.Generation, &a.LeaseOwner, &exp,
@@ -196,7 +185,7 @@ func (b *Backend) ActorGet(ctx context.Context, ref actor.Ref) (*store.ActorInfo
 	if !storable(ref) {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
-	a, err := scanActor(b.pool.QueryRow(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE a.type = $1 AND a.id = $2`, ref.Type, ref.ID))
+	a, err := scanActor(b.pool.QueryRow(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE a.type = $1 AND a.id = $2`, ref.Type, ref.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: actor %s", actor.ErrNotFound, ref)
 	}
@@ -262,21 +251,14 @@ func (b *Backend) ActorList(ctx context.Context, p *store.ActorListParams) ([]st
 			pgx.Identifier{o.Table}.Sanitize(), pgx.Identifier{o.Column}.Sanitize()))
 	}
 	limit := arg(limitOr(p.Limit, 100))
-	rows, err := b.pool.Query(ctx, `SELECT `+actorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
+	rows, err := b.pool.Query(ctx, `SELECT `+sqlrow.ActorColumns+` FROM ductus_actors a WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY a.id LIMIT `+limit, args...)
 	if err != nil {
 		return nil, classify("list actors", err)
 	}
 	defer rows.Close()
-	var out []store.ActorInfo
-	for rows.Next() {
-		a, err := scanActor(rows)
-		if err != nil {
-			return nil, classify("list actors", err)
-		}
-		out = append(out, a)
-	}
-	return out, classify("list actors", rows.Err())
+	out, err := sqlrow.Collect(rows, scanActor)
+	return out, classify("list actors", err)
 }
 
 // Prune implements store.Backend: each table loses at most Limit rows per
@@ -305,4 +287,16 @@ func (b *Backend) Prune(ctx context.Context, p *store.PruneParams) (store.PruneR
 	}
 	res.Messages, res.Effects, res.Outbox, res.Broadcasts = int(n[0]), int(n[1]), int(n[2]), int(n[3])
 	return res, nil
+}
+
+// TableCount implements store.Backend.
+func (b *Backend) TableCount(ctx context.Context, table string) (int64, error) {
+	if err := sqlrow.CheckTable(table); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		return 0, classify("count "+table, err)
+	}
+	return n, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -251,10 +252,7 @@ func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
 	return tag.RowsAffected() > 0, nil
 }
 
-const effectInfoColumns = `e.id, e.uuid, a.type, a.id, e.name, e.args, e.ordered, e.state, e.attempts, e.result, e.error,
-	e.generation, e.created_at, e.finished_at, e.message_id, e.max_attempts`
-
-func scanEffectInfo(row pgx.Row) (store.EffectInfo, error) {
+func scanEffectInfo(row sqlrow.Scanner) (store.EffectInfo, error) {
 	var e store.EffectInfo
 	var errText pgtype.Text
 	var finished pgtype.Timestamptz
@@ -274,15 +272,8 @@ func (b *Backend) listEffects(ctx context.Context, op, query string, args ...any
 		return nil, classify(op, err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify(op, err)
-		}
-		out = append(out, e)
-	}
-	return out, classify(op, rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify(op, err)
 }
 
 // EffectList implements store.Backend. The state is written into the
@@ -300,7 +291,7 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 	default:
 		return nil, nil // no effect is in any other state (as on SQLite)
 	}
-	q := `SELECT ` + effectInfoColumns + ` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+	q := `SELECT ` + sqlrow.EffectInfoColumns + ` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 		WHERE e.state = ` + state + ` AND e.id < $1`
 	args := []any{before, limitOr(p.Limit, 100)}
 	if p.Type != "" {
@@ -312,7 +303,7 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 
 // EffectGet implements store.Backend.
 func (b *Backend) EffectGet(ctx context.Context, id int64) (*store.EffectInfo, error) {
-	e, err := scanEffectInfo(b.pool.QueryRow(ctx, `SELECT `+effectInfoColumns+`
+	e, err := scanEffectInfo(b.pool.QueryRow(ctx, `SELECT `+sqlrow.EffectInfoColumns+`
 		FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk WHERE e.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: effect %d", actor.ErrNotFound, id)
@@ -323,12 +314,12 @@ func (b *Backend) EffectGet(ctx context.Context, id int64) (*store.EffectInfo, e
 	return &e, nil
 }
 
-// EffectsOfMessages implements store.EffectsByMessage.
-func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
+// EffectListByMessages implements store.Backend.
+func (b *Backend) EffectListByMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
 	if len(messageIDs) == 0 {
 		return nil, nil
 	}
-	return b.listEffects(ctx, "list effects of messages", `SELECT `+effectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+	return b.listEffects(ctx, "list effects of messages", `SELECT `+sqlrow.EffectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 		WHERE e.message_id = ANY($1::bigint[]) ORDER BY e.id`, messageIDs)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -390,37 +391,21 @@ func (b *Backend) MessageStatus(ctx context.Context, ids []int64) ([]store.Messa
 			return nil, classify("read message status", err)
 		}
 		for rows.Next() {
-			var st store.MessageStatus
+			var id int64
 			var done, dead bool
 			var result []byte
 			var msg pgtype.Text
-			if err := rows.Scan(&st.ID, &done, &dead, &result, &msg); err != nil {
+			if err := rows.Scan(&id, &done, &dead, &result, &msg); err != nil {
 				rows.Close()
 				return nil, classify("read message status", err)
 			}
-			switch {
-			case done:
-				st.State, st.Result = store.MessageCompleted, result
-			case dead:
-				st.State, st.Error = store.MessageDead, msg.String
-			default:
-				st.State = store.MessagePending
-			}
-			found[st.ID] = st
+			found[id] = sqlrow.MessageStatus(id, done, dead, result, msg.String)
 		}
 		if err := rows.Err(); err != nil {
 			return nil, classify("read message status", err)
 		}
 	}
-	out := make([]store.MessageStatus, 0, len(ids))
-	for _, id := range ids {
-		st, ok := found[id]
-		if !ok {
-			st = store.MessageStatus{ID: id, State: store.MessageMissing}
-		}
-		out = append(out, st)
-	}
-	return out, nil
+	return sqlrow.InOrder(ids, found), nil
 }
 
 // MessageGet implements store.Backend.

@@ -152,7 +152,8 @@ func TestEnqueueShapes(t *testing.T) {
 
 // TestCallerTransaction: Relaxed turns synchronous_commit off for that
 // transaction only, the caller's statements keep the server's plan choice,
-// ? placeholders work, and Querier reads outside any transaction.
+// ? placeholders work (Rebind), and the adapter's reads run outside any
+// transaction with the server's plan choice.
 func TestCallerTransaction(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
@@ -162,22 +163,23 @@ func TestCallerTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ptx := tx.(*callerTx).tx
 		var sync, mode string
-		if err := tx.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('plan_cache_mode')`).Scan(&sync, &mode); err != nil {
+		if err := ptx.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('plan_cache_mode')`).Scan(&sync, &mode); err != nil {
 			t.Fatal(err)
 		}
 		if (sync == "off") != relaxed || mode != "auto" {
 			t.Fatalf("relaxed=%v: synchronous_commit %s, plan_cache_mode %s", relaxed, sync, mode)
 		}
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT ? + ?::int, '?'`, 2, 3).Scan(&n, new(string)); err != nil || n != 5 {
+		if err := ptx.QueryRow(ctx, Rebind(`SELECT ? + ?::int, '?'`), 2, 3).Scan(&n, new(string)); err != nil || n != 5 {
 			t.Fatalf("placeholders: %d, %v", n, err)
 		}
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rows, err := b.Query(ctx, `SELECT current_setting('plan_cache_mode'), ?::int`, 7)
+	rows, err := b.read(ctx, `SELECT current_setting('plan_cache_mode'), ?::int`, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestCallerTransaction(t *testing.T) {
 	var mode string
 	var n int
 	if !rows.Next() || rows.Scan(&mode, &n) != nil || mode != "auto" || n != 7 {
-		t.Fatalf("Querier: %s %d %v", mode, n, rows.Err())
+		t.Fatalf("read: %s %d %v", mode, n, rows.Err())
 	}
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)

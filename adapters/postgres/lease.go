@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -100,15 +101,8 @@ func (b *Backend) LeaseRenew(ctx context.Context, p *store.LeaseRenewParams) ([]
 		return nil, classify("renew leases", err)
 	}
 	defer rows.Close()
-	var out []store.LeaseRef
-	for rows.Next() {
-		var l store.LeaseRef
-		if err := rows.Scan(&l.ActorPK, &l.Generation); err != nil {
-			return nil, classify("renew leases", err)
-		}
-		out = append(out, l)
-	}
-	return out, classify("renew leases", rows.Err())
+	out, err := sqlrow.Collect(rows, sqlrow.ScanLeaseRef)
+	return out, classify("renew leases", err)
 }
 
 // LeaseRelease implements store.Backend (one round trip).
@@ -128,13 +122,6 @@ func (b *Backend) LeaseOwnedDue(ctx context.Context, owner string) ([]store.Leas
 		return nil, classify("list owned actors with work", err)
 	}
 	defer rows.Close()
-	var out []store.LeaseRef
-	for rows.Next() {
-		var l store.LeaseRef
-		if err := rows.Scan(&l.ActorPK, &l.Generation); err != nil {
-			return nil, classify("list owned actors with work", err)
-		}
-		out = append(out, l)
-	}
-	return out, classify("list owned actors with work", rows.Err())
+	out, err := sqlrow.Collect(rows, sqlrow.ScanLeaseRef)
+	return out, classify("list owned actors with work", err)
 }

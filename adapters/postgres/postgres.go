@@ -54,6 +54,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
 )
@@ -93,10 +94,9 @@ type Backend struct {
 }
 
 var (
-	_ store.Backend          = (*Backend)(nil)
-	_ store.Signaler         = (*Backend)(nil)
-	_ store.Querier          = (*Backend)(nil)
-	_ store.EffectsByMessage = (*Backend)(nil)
+	_ store.Backend   = (*Backend)(nil)
+	_ store.Signaler  = (*Backend)(nil)
+	_ ixstore.Backend = (*Backend)(nil)
 )
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
@@ -153,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b.hub = newHub(b)
 	fsys, err := migrations.For("postgres")
 	if err == nil {
-		err = store.Migrate(ctx, b, fsys)
+		err = store.Migrate(ctx, migrator{b: b, table: "ductus_schema_migrations"}, fsys)
 	}
 	if err != nil {
 		pool.Close()
@@ -202,9 +202,10 @@ func (b *Backend) Begin(ctx context.Context, opts store.TxOptions) (store.Tx, er
 	return &callerTx{tx: tx}, nil
 }
 
-// Query implements store.Querier: a read-only query with ? placeholders on
-// a pooled connection, outside any transaction of the caller's.
-func (b *Backend) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+// read runs a read-only query with ? placeholders on a pooled connection,
+// outside any transaction, with the server's plan choice (the engine's
+// reads, whose best plans depend on their input).
+func (b *Backend) read(ctx context.Context, query string, args ...any) (*callerRows, error) {
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		return nil, classify("read query", err)
@@ -489,23 +490,31 @@ func pgDetail(err error) string {
 	return ""
 }
 
+// migrator applies one migration line, recorded in its own table (the
+// runtime's ductus_schema_migrations, the engine's
+// ductus_ix_schema_migrations).
+type migrator struct {
+	b     *Backend
+	table string
+}
+
 // MigrationsApplied implements store.Migrator: it creates the schema and
 // the bookkeeping table under the migration lock, so concurrent openers do
 // not race on CREATE SCHEMA.
-func (b *Backend) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
+func (m migrator) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
 	out := map[int]bool{}
-	err := b.inTx(ctx, func(tx pgx.Tx) error {
-		if err := b.migrationLock(ctx, tx); err != nil {
+	err := m.b.inTx(ctx, func(tx pgx.Tx) error {
+		if err := m.b.migrationLock(ctx, tx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{b.schema}.Sanitize()); err != nil {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{m.b.schema}.Sanitize()); err != nil {
 			return classify("create the schema", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS ductus_schema_migrations (
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+m.table+` (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return classify("create the migrations table", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT version FROM ductus_schema_migrations`)
+		rows, err := tx.Query(ctx, `SELECT version FROM `+m.table)
 		if err != nil {
 			return classify("read applied migrations", err)
 		}
@@ -525,13 +534,13 @@ func (b *Backend) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
 // transaction (PostgreSQL's DDL is transactional) under a transaction-level
 // advisory lock per schema, and is skipped if another process applied it
 // while this one waited for the lock.
-func (b *Backend) MigrationApply(ctx context.Context, f store.MigrationFile) error {
-	return b.inTx(ctx, func(tx pgx.Tx) error {
-		if err := b.migrationLock(ctx, tx); err != nil {
+func (m migrator) MigrationApply(ctx context.Context, f store.MigrationFile) error {
+	return m.b.inTx(ctx, func(tx pgx.Tx) error {
+		if err := m.b.migrationLock(ctx, tx); err != nil {
 			return err
 		}
 		var done bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ductus_schema_migrations WHERE version = $1)`, f.Version).Scan(&done); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+m.table+` WHERE version = $1)`, f.Version).Scan(&done); err != nil {
 			return classify("check "+f.Name, err)
 		}
 		if done {
@@ -542,7 +551,7 @@ func (b *Backend) MigrationApply(ctx context.Context, f store.MigrationFile) err
 		if _, err := tx.Exec(ctx, f.SQL); err != nil {
 			return classify("apply "+f.Name, err)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO ductus_schema_migrations (version, name) VALUES ($1, $2)`, f.Version, f.Name)
+		_, err := tx.Exec(ctx, `INSERT INTO `+m.table+` (version, name) VALUES ($1, $2)`, f.Version, f.Name)
 		return classify("record "+f.Name, err)
 	})
 }

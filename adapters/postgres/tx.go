@@ -11,38 +11,15 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-// callerTx is a store.Tx the caller drives (Backend.Begin). Its statements
-// use ? placeholders, translated to $n.
+// callerTx is a store.Tx the caller drives (Backend.Begin); the adapter's
+// methods that take a store.Tx run their statements on its pgx.Tx (see
+// outerTx).
 type callerTx struct {
 	tx   pgx.Tx
 	done bool
 }
 
 var _ store.Tx = (*callerTx)(nil)
-
-// Exec runs a statement and returns the rows it affected.
-func (t *callerTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(ctx, Rebind(query), args...)
-	if err != nil {
-		return 0, classify("caller statement", err)
-	}
-	return tag.RowsAffected(), nil
-}
-
-// Query runs a query.
-func (t *callerTx) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	rows, err := t.tx.Query(ctx, Rebind(query), args...)
-	if err != nil {
-		return nil, classify("caller query", err)
-	}
-	return &callerRows{rows: rows}, nil
-}
-
-// QueryRow runs a query expected to return one row; a missing row scans as
-// an error matching sql.ErrNoRows (pgx.ErrNoRows wraps it).
-func (t *callerTx) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	return t.tx.QueryRow(ctx, Rebind(query), args...)
-}
 
 // Commit commits. A transaction PostgreSQL has aborted (a statement in it
 // failed) cannot commit: Commit rolls it back and returns an error.
@@ -69,11 +46,8 @@ func (t *callerTx) Rollback(ctx context.Context) error {
 	return nil
 }
 
-// Dialect names the backend.
-func (t *callerTx) Dialect() string { return "postgres" }
-
-// callerRows adapts pgx.Rows to store.Rows.
-// done, when set, releases what the rows came from.
+// callerRows are the rows of a read (Backend.read) on a pooled
+// connection; done, when set, releases what the rows came from.
 type callerRows struct {
 	rows pgx.Rows
 	done func()
@@ -210,4 +184,16 @@ func dollarTag(s string) (string, bool) {
 
 func isIdentChar(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// Exec runs one statement of the caller's own (? placeholders) on a pooled
+// connection, outside any transaction, and returns the rows it affected:
+// for tools and tests that change the database on purpose (a test that
+// takes a table away). The runtime and the engine never call it.
+func (b *Backend) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := b.pool.Exec(ctx, Rebind(query), args...)
+	if err != nil {
+		return 0, classify("caller statement", err)
+	}
+	return tag.RowsAffected(), nil
 }

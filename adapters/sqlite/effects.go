@@ -6,12 +6,10 @@ import (
 	"fmt"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
-
-const effectColumns = `e.id, e.uuid, e.actor_pk, a.type, a.id, e.name, e.args, e.ordered, e.generation, a.generation,
-	e.attempts, e.max_attempts, COALESCE(e.on_success, ''), COALESCE(e.on_failure, ''), e.message_id, e.created_at`
 
 func scanEffect(rows *sql.Rows) (store.Effect, error) {
 	var e store.Effect
@@ -104,7 +102,7 @@ func (b *Backend) EffectClaim(ctx context.Context, p *store.EffectClaimParams) (
 		if len(ids) == 0 {
 			return nil
 		}
-		claimed, err := tx.QueryContext(ctx, `SELECT `+effectColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+		claimed, err := tx.QueryContext(ctx, `SELECT `+sqlrow.EffectColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 			WHERE e.id IN (SELECT value FROM json_each(?)) ORDER BY e.id`, jsonInts(ids))
 		if err != nil {
 			return classify("read claimed effects", err)
@@ -236,10 +234,7 @@ func (b *Backend) EffectDiscard(ctx context.Context, id int64) (bool, error) {
 	return ok, err
 }
 
-const effectInfoColumns = `e.id, e.uuid, a.type, a.id, e.name, e.args, e.ordered, e.state, e.attempts, e.result, e.error,
-	e.generation, e.created_at, e.finished_at, e.message_id, e.max_attempts`
-
-func scanEffectInfo(sc interface{ Scan(...any) error }) (store.EffectInfo, error) {
+func scanEffectInfo(sc sqlrow.Scanner) (store.EffectInfo, error) {
 	var e store.EffectInfo
 	var args string
 	var result, errText sql.NullString
@@ -262,27 +257,20 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	rows, err := b.r.QueryContext(ctx, `SELECT `+effectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+	rows, err := b.r.QueryContext(ctx, `SELECT `+sqlrow.EffectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 		WHERE e.state = ? AND (? = '' OR a.type = ?) AND e.id < ? ORDER BY e.id DESC LIMIT ?`,
 		string(p.State), p.Type, p.Type, before, limitOr(p.Limit, 100))
 	if err != nil {
 		return nil, classify("list effects", err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify("list effects", err)
-		}
-		out = append(out, e)
-	}
-	return out, classify("list effects", rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify("list effects", err)
 }
 
 // EffectGet implements store.Backend.
 func (b *Backend) EffectGet(ctx context.Context, id int64) (*store.EffectInfo, error) {
-	e, err := scanEffectInfo(b.r.QueryRowContext(ctx, `SELECT `+effectInfoColumns+`
+	e, err := scanEffectInfo(b.r.QueryRowContext(ctx, `SELECT `+sqlrow.EffectInfoColumns+`
 		FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk WHERE e.id = ?`, id))
 	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("%w: effect %d", actor.ErrNotFound, id)
@@ -300,24 +288,17 @@ func limitOr(n, def int) int {
 	return n
 }
 
-// EffectsOfMessages implements store.EffectsByMessage.
-func (b *Backend) EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
+// EffectListByMessages implements store.Backend.
+func (b *Backend) EffectListByMessages(ctx context.Context, messageIDs []int64) ([]store.EffectInfo, error) {
 	if len(messageIDs) == 0 {
 		return nil, nil
 	}
-	rows, err := b.r.QueryContext(ctx, `SELECT `+effectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
+	rows, err := b.r.QueryContext(ctx, `SELECT `+sqlrow.EffectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
 		WHERE e.message_id IN (SELECT value FROM json_each(?)) ORDER BY e.id`, jsonInts(messageIDs))
 	if err != nil {
 		return nil, classify("list effects of messages", err)
 	}
 	defer rows.Close()
-	var out []store.EffectInfo
-	for rows.Next() {
-		e, err := scanEffectInfo(rows)
-		if err != nil {
-			return nil, classify("list effects of messages", err)
-		}
-		out = append(out, e)
-	}
-	return out, classify("list effects of messages", rows.Err())
+	out, err := sqlrow.Collect(rows, scanEffectInfo)
+	return out, classify("list effects of messages", err)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
@@ -212,7 +213,6 @@ func (b *Backend) insertMessages(ctx context.Context, tx *wtx, pk, first int64, 
 
 // MessageStatus implements store.Backend.
 func (b *Backend) MessageStatus(ctx context.Context, ids []int64) ([]store.MessageStatus, error) {
-	out := make([]store.MessageStatus, 0, len(ids))
 	found := map[int64]store.MessageStatus{}
 	for _, c := range sqltx.Chunks(len(ids), 500) {
 		rows, err := b.r.QueryContext(ctx, `SELECT id, completed_at IS NOT NULL, dead_at IS NOT NULL, result, error
@@ -221,35 +221,20 @@ func (b *Backend) MessageStatus(ctx context.Context, ids []int64) ([]store.Messa
 			return nil, classify("read message status", err)
 		}
 		for rows.Next() {
-			var st store.MessageStatus
+			var id int64
 			var done, dead bool
 			var result, msg sql.NullString
-			if err := rows.Scan(&st.ID, &done, &dead, &result, &msg); err != nil {
+			if err := rows.Scan(&id, &done, &dead, &result, &msg); err != nil {
 				rows.Close()
 				return nil, classify("read message status", err)
 			}
-			switch {
-			case done:
-				st.State, st.Result = store.MessageCompleted, []byte(result.String)
-			case dead:
-				st.State, st.Error = store.MessageDead, msg.String
-			default:
-				st.State = store.MessagePending
-			}
-			found[st.ID] = st
+			found[id] = sqlrow.MessageStatus(id, done, dead, []byte(result.String), msg.String)
 		}
 		if err := rows.Close(); err != nil {
 			return nil, classify("read message status", err)
 		}
 	}
-	for _, id := range ids {
-		st, ok := found[id]
-		if !ok {
-			st = store.MessageStatus{ID: id, State: store.MessageMissing}
-		}
-		out = append(out, st)
-	}
-	return out, nil
+	return sqlrow.InOrder(ids, found), nil
 }
 
 // MessageGet implements store.Backend.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
 )
@@ -127,15 +128,8 @@ func (b *Backend) LeaseOwnedDue(ctx context.Context, owner string) ([]store.Leas
 		return nil, classify("list owned actors with work", err)
 	}
 	defer rows.Close()
-	var out []store.LeaseRef
-	for rows.Next() {
-		var l store.LeaseRef
-		if err := rows.Scan(&l.ActorPK, &l.Generation); err != nil {
-			return nil, classify("list owned actors with work", err)
-		}
-		out = append(out, l)
-	}
-	return out, classify("list owned actors with work", rows.Err())
+	out, err := sqlrow.Collect(rows, sqlrow.ScanLeaseRef)
+	return out, classify("list owned actors with work", err)
 }
 
 // jsonList encodes strings as a JSON array for json_each, so a statement

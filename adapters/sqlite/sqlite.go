@@ -31,6 +31,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/sqltx"
@@ -150,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{w: w, r: r, wr: &writer{conn: conn}, ckpt: ckpt, reads: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{})}
 	fsys, err := migrations.For("sqlite")
 	if err == nil {
-		err = store.Migrate(ctx, b, fsys)
+		err = store.Migrate(ctx, migrator{b: b, table: "ductus_schema_migrations"}, fsys)
 	}
 	if err != nil {
 		close(b.done)
@@ -291,41 +292,42 @@ func classify(op string, err error) error {
 	return &store.Error{Backend: "sqlite", Op: op, Transient: transient, RolledBack: transient, Err: err}
 }
 
+// migrator applies one migration line, recorded in its own table (the
+// runtime's ductus_schema_migrations, the engine's
+// ductus_ix_schema_migrations).
+type migrator struct {
+	b     *Backend
+	table string
+}
+
 // MigrationsApplied implements store.Migrator.
-func (b *Backend) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
-	if err := b.write(ctx, nil, func(tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ductus_schema_migrations (
+func (m migrator) MigrationsApplied(ctx context.Context) (map[int]bool, error) {
+	if err := m.b.write(ctx, nil, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+m.table+` (
 			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
 		return err
 	}); err != nil {
 		return nil, classify("create the migrations table", err)
 	}
-	rows, err := b.r.QueryContext(ctx, "SELECT version FROM ductus_schema_migrations")
+	rows, err := m.b.r.QueryContext(ctx, "SELECT version FROM "+m.table)
 	if err != nil {
 		return nil, classify("read applied migrations", err)
 	}
 	defer rows.Close()
-	out := map[int]bool{}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, classify("read applied migrations", err)
-		}
-		out[v] = true
-	}
-	return out, classify("read applied migrations", rows.Err())
+	out, err := sqlrow.Versions(rows)
+	return out, classify("read applied migrations", err)
 }
 
 // MigrationApply implements store.Migrator: SQLite runs DDL in a
 // transaction, so a file applies whole or not at all.
-func (b *Backend) MigrationApply(ctx context.Context, f store.MigrationFile) error {
-	return b.write(ctx, nil, func(tx *wtx) error {
+func (m migrator) MigrationApply(ctx context.Context, f store.MigrationFile) error {
+	return m.b.write(ctx, nil, func(tx *wtx) error {
 		for _, s := range store.SplitStatements(f.SQL) {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
 				return classify("apply "+f.Name, err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO ductus_schema_migrations (version, name, applied_at) VALUES (?, ?, "+now+")", f.Version, f.Name)
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+m.table+" (version, name, applied_at) VALUES (?, ?, "+now+")", f.Version, f.Name)
 		return classify("record "+f.Name, err)
 	})
 }
@@ -342,13 +344,4 @@ func nullTime(t time.Time) any {
 		return nil
 	}
 	return t.UnixMicro()
-}
-
-// Query implements store.Querier on the read pool.
-func (b *Backend) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	rows, err := b.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify("read query", err)
-	}
-	return rows, nil
 }

@@ -117,30 +117,11 @@ func (b *Backend) write(ctx context.Context, outer store.Tx, fn func(tx *wtx) er
 	return b.wr.end(true)
 }
 
-// callerTx is a store.Tx the caller drives (Backend.Begin).
+// callerTx is a store.Tx the caller drives (Backend.Begin); the adapter's
+// methods that take a store.Tx run on its wtx (see write).
 type callerTx struct {
 	tx   *wtx
 	done bool
-}
-
-func (t *callerTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, classify("caller statement", err)
-	}
-	return res.RowsAffected()
-}
-
-func (t *callerTx) Query(ctx context.Context, q string, args ...any) (store.Rows, error) {
-	rows, err := t.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, classify("caller query", err)
-	}
-	return rows, nil
-}
-
-func (t *callerTx) QueryRow(ctx context.Context, q string, args ...any) store.Row {
-	return t.tx.QueryRowContext(ctx, q, args...)
 }
 
 func (t *callerTx) Commit(context.Context) error {
@@ -158,8 +139,6 @@ func (t *callerTx) Rollback(context.Context) error {
 	t.done = true
 	return t.tx.w.end(false)
 }
-
-func (t *callerTx) Dialect() string { return "sqlite" }
 
 // stmtCache keeps the most recently used prepared statements of the
 // writer connection (statements with a variable number of rows make many
@@ -206,4 +185,18 @@ func (c *stmtCache) close() {
 		e.Value.(*cached).stmt.Close()
 	}
 	c.byText, c.order = nil, nil
+}
+
+// Exec runs one statement of the caller's own on the writer, in a
+// transaction of its own, and returns the rows it affected: for tools and
+// tests that change the database on purpose (a test that takes a table
+// away). The runtime and the engine never call it.
+func (b *Backend) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := b.write(ctx, nil, func(tx *wtx) error {
+		var err error
+		n, err = b.exec(ctx, tx, "caller statement", query, args...)
+		return err
+	})
+	return n, err
 }

@@ -9,7 +9,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/ductus/ductus/runtime/store"
+	"github.com/ductus/ductus/integration/ixstore"
 )
 
 var my struct {
@@ -28,7 +28,7 @@ func myAdminDSN() string {
 
 // mysqlBackend opens a fresh database (MySQL has no schemas inside one),
 // dropped when the test ends.
-func mysqlBackend(t *testing.T) store.Backend { return mysqlSpec(t).openT(t) }
+func mysqlBackend(t *testing.T) ixstore.Backend { return mysqlSpec(t).openT(t) }
 
 // mysqlSpec creates a fresh database, dropped when the test ends.
 func mysqlSpec(t *testing.T) backendSpec {

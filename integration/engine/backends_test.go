@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"net/url"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"github.com/ductus/ductus/adapters/mysql"
 	"github.com/ductus/ductus/adapters/postgres"
 	"github.com/ductus/ductus/adapters/sqlite"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 // The engine's end-to-end tests run on every backend this machine has:
@@ -25,7 +25,7 @@ import (
 // (DUCTUS_TEST_POSTGRES, DUCTUS_TEST_MYSQL, else the local servers; "off"
 // skips one). With CI=true an unreachable server fails.
 
-func forEachBackend(t *testing.T, fn func(t *testing.T, be store.Backend)) {
+func forEachBackend(t *testing.T, fn func(t *testing.T, be ixstore.Backend)) {
 	forEachBackendSpec(t, func(t *testing.T, spec backendSpec) { fn(t, spec.openT(t)) })
 }
 
@@ -45,7 +45,7 @@ type backendSpec struct {
 	Schema string `json:"schema,omitempty"`
 }
 
-func (s backendSpec) open(ctx context.Context) (store.Backend, error) {
+func (s backendSpec) open(ctx context.Context) (ixstore.Backend, error) {
 	switch s.Driver {
 	case "sqlite":
 		return sqlite.Open(ctx, sqlite.Config{Path: s.DSN})
@@ -58,7 +58,7 @@ func (s backendSpec) open(ctx context.Context) (store.Backend, error) {
 }
 
 // openT opens the backend, closed when the test ends.
-func (s backendSpec) openT(t *testing.T) store.Backend {
+func (s backendSpec) openT(t *testing.T) ixstore.Backend {
 	t.Helper()
 	be, err := s.open(context.Background())
 	if err != nil {
@@ -84,7 +84,7 @@ func pgAdminDSN() string {
 }
 
 // postgresBackend opens a fresh schema in the run's database.
-func postgresBackend(t *testing.T) store.Backend { return postgresSpec(t).openT(t) }
+func postgresBackend(t *testing.T) ixstore.Backend { return postgresSpec(t).openT(t) }
 
 // postgresSpec names a fresh schema in the run's database (created on
 // first open).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
@@ -25,7 +26,6 @@ import (
 	"github.com/ductus/ductus/integration/mllpnet"
 	"github.com/ductus/ductus/integration/tools/sink"
 	"github.com/ductus/ductus/runtime/host"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 const (
@@ -52,7 +52,7 @@ func engineChild(dir string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	var be store.Backend
+	var be ixstore.Backend
 	if raw := os.Getenv(envEngineChildDB); raw != "" {
 		var spec backendSpec
 		if err := json.Unmarshal([]byte(raw), &spec); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"strings"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/ductus/ductus/integration/format"
 	"github.com/ductus/ductus/integration/msgstore"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 // jsonProject is one internal JSON interface keyed by $.k with the given
@@ -79,7 +79,7 @@ func idsOfKey(ds []doc, k string) []string {
 // the rest of its lane waits behind it, while other lanes of the same
 // destination carry on.
 func TestTransientKeepsLaneOrderAndHoldsOnlyItsLane(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newScriptedAPI(t, func([]byte, int) int { return 200 })
 		e := runningWith(t, project(t, jsonProject(fmt.Sprintf(`
   api: { type: http, url: %q, retry: { initial: 20ms, max: 100ms } }
@@ -142,7 +142,7 @@ func TestStuckMLLPLaneDoesNotHoldOtherLanes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			forEachBackend(t, func(t *testing.T, be store.Backend) {
+			forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 				var held atomic.Bool
 				held.Store(true)
 				emr := newEMRStandIn(t, func(mrn string) string {
@@ -258,7 +258,7 @@ func adtMessage(mrn, controlID string) []byte {
 // A rate-limited destination spaces its sends by its token bucket, and
 // save_output keeps the transform's output with the delivery.
 func TestRateLimitAndSaveOutput(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		limited := newScriptedAPI(t, func([]byte, int) int { return 200 })
 		free := newScriptedAPI(t, func([]byte, int) int { return 200 })
 		e := running(t, project(t, jsonProject(fmt.Sprintf(`
@@ -329,7 +329,7 @@ func TestRateLimitWaitIsNotAFailure(t *testing.T) {
 // retry.max_attempts quarantines a delivery that keeps failing; the lane
 // then goes on with the next message.
 func TestMaxAttemptsQuarantines(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newScriptedAPI(t, func(b []byte, _ int) int {
 			if bytes.Contains(b, []byte(`"doomed"`)) {
 				return http.StatusServiceUnavailable
@@ -366,7 +366,7 @@ func TestMaxAttemptsQuarantines(t *testing.T) {
 // works through a named connection of resources.yaml (URL, path, headers
 // with ${env:} and ${secret:}, a destination header overriding one).
 func TestHTTPDestinationStatusCodesAndNamedConnection(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newScriptedAPI(t, func(b []byte, seen int) int {
 			switch {
 			case bytes.Contains(b, []byte(`"slow"`)):

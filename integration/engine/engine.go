@@ -41,18 +41,19 @@ import (
 	"github.com/ductus/ductus/adapters/sqlite"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/format"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/integration/script"
 	"github.com/ductus/ductus/runtime/host"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 // Options adjusts an engine beyond its project.
 type Options struct {
 	Logger *slog.Logger
 	// Backend, when set, is used instead of opening the project's
-	// database (tests share one).
-	Backend store.Backend
+	// database (tests share one); New applies the engine's migrations to
+	// it.
+	Backend ixstore.Backend
 	// Host tunes the runtime (tests shorten timings).
 	Host func(*host.Config)
 	// Version is reported in the process registry.
@@ -66,7 +67,7 @@ type Options struct {
 type Engine struct {
 	proj    *config.Project
 	log     *slog.Logger
-	be      store.Backend
+	be      ixstore.Backend
 	ownBE   bool
 	rt      *host.Host
 	ms      *msgstore.Store
@@ -100,14 +101,15 @@ type source interface {
 // Openers open a project's database by driver: SQLite here, the server
 // backends added by backends.go (an ordinary file, no build tag: every
 // build has all three).
-var openers = map[string]func(ctx context.Context, dsn string) (store.Backend, error){
-	config.DriverSQLite: func(ctx context.Context, dsn string) (store.Backend, error) {
+var openers = map[string]func(ctx context.Context, dsn string) (ixstore.Backend, error){
+	config.DriverSQLite: func(ctx context.Context, dsn string) (ixstore.Backend, error) {
 		return sqlite.Open(ctx, sqlite.Config{Path: dsn})
 	},
 }
 
-// OpenDatabase opens (and migrates) a project's database.
-func OpenDatabase(ctx context.Context, db config.Database) (store.Backend, error) {
+// OpenDatabase opens a project's database and migrates it: the runtime's
+// migration line (the adapter's Open) and the engine's own (migrate).
+func OpenDatabase(ctx context.Context, db config.Database) (ixstore.Backend, error) {
 	open, ok := openers[db.Driver]
 	if !ok {
 		return nil, fmt.Errorf("engine: database driver %q is not built into this binary", db.Driver)
@@ -116,7 +118,20 @@ func OpenDatabase(ctx context.Context, db config.Database) (store.Backend, error
 	if err != nil {
 		return nil, fmt.Errorf("engine: open the %s database: %w", db.Driver, err)
 	}
+	if err := migrate(ctx, be); err != nil {
+		be.Close()
+		return nil, err
+	}
 	return be, nil
+}
+
+// migrate applies the engine's migration line (its tables are the
+// engine's: the runtime's Open does not create them).
+func migrate(ctx context.Context, be ixstore.Backend) error {
+	if err := be.EngineStore().SchemaMigrate(ctx); err != nil {
+		return fmt.Errorf("engine: migrate the %s database: %w", be.Name(), err)
+	}
+	return nil
 }
 
 // New loads everything an engine needs without starting anything that
@@ -149,7 +164,12 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 		return nil, err
 	}
 	e.be = opts.Backend
-	if e.be == nil {
+	if e.be != nil {
+		if err := migrate(ctx, e.be); err != nil {
+			e.scripts.Close()
+			return nil, err
+		}
+	} else {
 		be, err := OpenDatabase(ctx, proj.Engine.Database)
 		if err != nil {
 			e.scripts.Close()

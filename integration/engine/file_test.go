@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"os"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/integration/msgstore"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 func listFiles(t *testing.T, dir string) []string {
@@ -29,7 +29,7 @@ func listFiles(t *testing.T, dir string) []string {
 }
 
 func TestFileSourceSplitsCSVAndHL7ToFiles(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newReceiver(t)
 		proj := project(t, map[string]string{
 			"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",

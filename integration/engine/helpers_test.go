@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
@@ -21,7 +22,6 @@ import (
 	"github.com/ductus/ductus/adapters/sqlite"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/runtime/host"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 // project writes files (path -> content) under a temp dir and loads it.
@@ -44,7 +44,7 @@ func project(t *testing.T, files map[string]string) *config.Project {
 	return proj
 }
 
-func testBackend(t *testing.T) store.Backend {
+func testBackend(t *testing.T) ixstore.Backend {
 	be, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "engine.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +54,14 @@ func testBackend(t *testing.T) store.Backend {
 }
 
 // running starts an engine on proj and stops it at the end of the test.
-func running(t *testing.T, proj *config.Project, be store.Backend) *Engine {
+func running(t *testing.T, proj *config.Project, be ixstore.Backend) *Engine {
 	t.Helper()
 	return runningWith(t, proj, be, Options{})
 }
 
 // runningWith is running with options (the backend, logger and a short
 // poll interval are filled in).
-func runningWith(t *testing.T, proj *config.Project, be store.Backend, opts Options) *Engine {
+func runningWith(t *testing.T, proj *config.Project, be ixstore.Backend, opts Options) *Engine {
 	t.Helper()
 	opts.Backend, opts.Logger = be, testutil.Logger()
 	tune := opts.Host

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/integration/msgstore"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 func post(t *testing.T, url, body string) (int, httpAnswer) {
@@ -75,7 +75,7 @@ destinations:
 }
 
 func TestHTTPInHTTPOutOrderedWithRouteFilterQuarantineDedupe(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api, copies := newReceiver(t), newReceiver(t)
 		listen := freePort(t)
 		e := running(t, project(t, httpProject(t, listen, api.srv.URL, copies.srv.URL)), be)
@@ -164,7 +164,7 @@ func TestHTTPInHTTPOutOrderedWithRouteFilterQuarantineDedupe(t *testing.T) {
 }
 
 func TestHTTPSourceRefusesBadInputAndDestinationDownThenUp(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api, copies := newReceiver(t), newReceiver(t)
 		listen := freePort(t)
 		running(t, project(t, httpProject(t, listen, api.srv.URL, copies.srv.URL)), be)

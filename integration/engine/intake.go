@@ -242,7 +242,7 @@ func (e *Engine) acksOf(ctx context.Context, tx store.Tx, ids []string, batch []
 			out[m.ID] = m.ACK
 		}
 	}
-	var missing []any
+	var missing []string
 	for _, id := range ids {
 		if _, ok := out[id]; !ok {
 			missing = append(missing, id)
@@ -251,27 +251,12 @@ func (e *Engine) acksOf(ctx context.Context, tx store.Tx, ids []string, batch []
 	if len(missing) == 0 {
 		return out, nil
 	}
-	q := "SELECT id, ack FROM ductus_ix_messages WHERE id IN (?" + repeatComma(len(missing)-1) + ")"
-	rows, err := tx.Query(ctx, q, missing...)
+	stored, err := e.ms.ACKs(ctx, tx, missing)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var ack []byte
-		if err := rows.Scan(&id, &ack); err != nil {
-			return nil, err
-		}
+	for id, ack := range stored {
 		out[id] = ack
 	}
-	return out, rows.Err()
-}
-
-func repeatComma(n int) string {
-	b := make([]byte, 0, 2*n)
-	for i := 0; i < n; i++ {
-		b = append(b, ",?"...)
-	}
-	return string(b)
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
@@ -15,7 +16,6 @@ import (
 	"github.com/ductus/ductus/integration/mllpnet"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/integration/tools/sink"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 func adtProject(t *testing.T, listen, emr string) map[string]string {
@@ -104,7 +104,7 @@ func sendAll(t *testing.T, addr string, msgs [][]byte) []mllpnet.Ack {
 }
 
 func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		emr, err := sink.New(sink.Options{Listen: "127.0.0.1:0", AE: 0.2, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -160,7 +160,7 @@ func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
 }
 
 func TestMLLPReceiverDownThenUpAndRefusal(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		emrAddr := freePort(t) // nothing listens yet
 		listen := freePort(t)
 		proj := project(t, adtProject(t, listen, emrAddr))

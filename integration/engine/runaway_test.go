@@ -12,9 +12,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/internal/testutil"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 // stoppedGauge reads ductus_interface_stopped for an interface.
@@ -54,7 +54,7 @@ func labelOf(m *dto.Metric, name string) string {
 // RestartInterface (what SIGHUP does in the binary) brings it back and
 // they are delivered in order, nothing lost.
 func TestRunawaysQuarantineThenStopTheInterface(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newScriptedAPI(t, func([]byte, int) int { return 200 })
 		listen := freePort(t)
 		e := runningWith(t, project(t, map[string]string{

@@ -3,17 +3,17 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/runtime/host"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 func TestScheduleRunsStoreDueAndPrevious(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newReceiver(t)
 		proj := project(t, map[string]string{
 			"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
@@ -58,7 +58,7 @@ func TestScheduleMissedRunsCollapse(t *testing.T) {
 	forEachBackend(t, scheduleMissedRunsCollapse)
 }
 
-func scheduleMissedRunsCollapse(t *testing.T, be store.Backend) {
+func scheduleMissedRunsCollapse(t *testing.T, be ixstore.Backend) {
 	api := newReceiver(t)
 	proj := project(t, map[string]string{
 		"ductus.yaml": "script: { isolates: 1 }\napi: { listen: off }\n",
@@ -106,7 +106,7 @@ destinations:
 // A run is skipped while the previous run's message is still pending: a
 // destination that is down does not pile up a run per interval.
 func TestScheduleSkipsRunWhilePreviousPending(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, be store.Backend) {
+	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newReceiver(t)
 		api.fail.Store(http.StatusServiceUnavailable)
 		proj := project(t, map[string]string{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -38,21 +39,9 @@ type DeliveryStatus struct {
 // dead after its retries) and the send effect it staged (pending, done =
 // sent, dead = quarantined).
 func (s *Store) Deliveries(ctx context.Context, messageID string) ([]DeliveryStatus, error) {
-	rows, err := s.query(ctx, `SELECT destination, lane_message_id FROM ductus_ix_deliveries WHERE message_id = ? ORDER BY destination`, messageID)
+	ds, err := s.ix.DeliveryList(ctx, &ixstore.DeliveryListParams{MessageID: messageID})
 	if err != nil {
-		return nil, err
-	}
-	var ds []Delivery
-	for rows.Next() {
-		d := Delivery{MessageID: messageID}
-		if err := rows.Scan(&d.Destination, &d.LaneMessageID); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ds = append(ds, d)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("msgstore: deliveries: %w", err)
 	}
 	ids := make([]int64, len(ds))
 	for i, d := range ds {
@@ -62,15 +51,13 @@ func (s *Store) Deliveries(ctx context.Context, messageID string) ([]DeliverySta
 	if err != nil {
 		return nil, err
 	}
-	effects := map[int64]store.EffectInfo{}
-	if eb, ok := s.be.(store.EffectsByMessage); ok {
-		fx, err := eb.EffectsOfMessages(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range fx {
-			effects[e.MessageID] = e // a lane message stages one send
-		}
+	fx, err := s.be.EffectListByMessages(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	effects := make(map[int64]store.EffectInfo, len(fx))
+	for _, e := range fx {
+		effects[e.MessageID] = e // a lane message stages one send
 	}
 	out := make([]DeliveryStatus, len(ds))
 	for i, d := range ds {

@@ -1,60 +1,10 @@
--- Upgrade: creates the integration engine's tables (interface messages with their payload stored once, deliveries, dedupe keys, source state)
+-- Upgrade: creates the index on ductus_effects (message_id) that finds the effects a message's turn staged; the integration engine's ductus_ix_* tables, created here before, moved to the engine's own migration line (engine/0001_engine_tables.sql), which the engine applies
 -- Heavy: ductus_effects (a new index on message_id)
 
--- One row per message an interface received. The payload is stored here
--- once, however many destinations it fans out to; each destination's lane
--- actor gets a small message naming the row. Times are microseconds since
--- the epoch.
---
--- Keys are VARBINARY: compared byte for byte, so dedupe keys and origins
--- that differ only in case or trailing spaces stay distinct (utf8mb4
--- collations fold case or pad). Every statement can run again (MySQL
--- commits DDL on its own; the adapter skips an index that already exists).
-CREATE TABLE IF NOT EXISTS ductus_ix_messages (
-    id           VARBINARY(40)  NOT NULL,
-    interface    VARBINARY(64)  NOT NULL,
-    received_at  BIGINT         NOT NULL,
-    status       VARBINARY(16)  NOT NULL,
-    order_key    VARBINARY(255) NULL,
-    lane         INTEGER        NOT NULL,
-    dedupe_key   VARBINARY(255) NULL,
-    duplicate_of VARBINARY(40)  NULL,
-    origin       VARBINARY(255) NULL,
-    payload      LONGBLOB       NOT NULL,
-    ack          BLOB           NULL,
-    meta         TEXT           CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
-    PRIMARY KEY (id),
-    KEY ductus_ix_messages_interface (interface, received_at),
-    UNIQUE KEY ductus_ix_messages_origin (interface, origin)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- A database migrated before the move recorded this version with the
+-- engine's tables in it; the engine line's first file recognises them.
+-- A runtime-only user gets no ductus_ix_* table.
 
--- The lane message of each destination of a message (for its status).
-CREATE TABLE IF NOT EXISTS ductus_ix_deliveries (
-    message_id      VARBINARY(40) NOT NULL,
-    destination     VARBINARY(64) NOT NULL,
-    lane_message_id BIGINT        NOT NULL,
-    PRIMARY KEY (message_id, destination)
-) ENGINE=InnoDB;
-
-CREATE TABLE IF NOT EXISTS ductus_ix_dedupe (
-    interface  VARBINARY(64)  NOT NULL,
-    dedupe_key VARBINARY(255) NOT NULL,
-    message_id VARBINARY(40)  NOT NULL,
-    seen_at    BIGINT         NOT NULL,
-    PRIMARY KEY (interface, dedupe_key),
-    KEY ductus_ix_dedupe_seen (seen_at)
-) ENGINE=InnoDB;
-
--- What sources remember (a file's progress, a schedule's last run),
--- always written in the transaction of the messages it accounts for.
-CREATE TABLE IF NOT EXISTS ductus_ix_source_state (
-    interface  VARBINARY(64)  NOT NULL,
-    state_key  VARBINARY(255) NOT NULL,
-    value      TEXT           CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
-    updated_at BIGINT         NOT NULL,
-    PRIMARY KEY (interface, state_key)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
-
--- A delivery's status is its lane message's outcome and the send effect
--- that message staged: find effects by message.
+-- Store.EffectListByMessages (a delivery's status is its lane message's
+-- outcome and the send effect that message staged): find effects by message.
 CREATE INDEX ductus_effects_message ON ductus_effects (message_id);

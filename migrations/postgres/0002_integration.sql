@@ -1,54 +1,10 @@
--- Upgrade: creates the integration engine's tables (interface messages with their payload stored once, deliveries, dedupe keys, source state)
+-- Upgrade: creates the index on ductus_effects (message_id) that finds the effects a message's turn staged; the integration engine's ductus_ix_* tables, created here before, moved to the engine's own migration line (engine/0001_engine_tables.sql), which the engine applies
 -- Heavy: ductus_effects (a new index on message_id)
 
--- One row per message an interface received. The payload is stored here
--- once, however many destinations it fans out to; each destination's lane
--- actor gets a small message naming the row. Times are microseconds since
--- the epoch.
-CREATE TABLE ductus_ix_messages (
-    id           VARCHAR(40)  PRIMARY KEY,
-    interface    VARCHAR(64)  NOT NULL,
-    received_at  BIGINT       NOT NULL,
-    status       VARCHAR(16)  NOT NULL,
-    order_key    VARCHAR(255),
-    lane         INTEGER      NOT NULL,
-    dedupe_key   VARCHAR(255),
-    duplicate_of VARCHAR(40),
-    origin       VARCHAR(255),
-    payload      BYTEA        NOT NULL,
-    ack          BYTEA,
-    meta         TEXT
-);
-CREATE INDEX ductus_ix_messages_interface ON ductus_ix_messages (interface, received_at);
-CREATE UNIQUE INDEX ductus_ix_messages_origin ON ductus_ix_messages (interface, origin);
+-- A database migrated before the move recorded this version with the
+-- engine's tables in it; the engine line's first file recognises them.
+-- A runtime-only user gets no ductus_ix_* table.
 
--- The lane message of each destination of a message (for its status).
-CREATE TABLE ductus_ix_deliveries (
-    message_id      VARCHAR(40) NOT NULL,
-    destination     VARCHAR(64) NOT NULL,
-    lane_message_id BIGINT      NOT NULL,
-    PRIMARY KEY (message_id, destination)
-);
-
-CREATE TABLE ductus_ix_dedupe (
-    interface  VARCHAR(64)  NOT NULL,
-    dedupe_key VARCHAR(255) NOT NULL,
-    message_id VARCHAR(40)  NOT NULL,
-    seen_at    BIGINT       NOT NULL,
-    PRIMARY KEY (interface, dedupe_key)
-);
-CREATE INDEX ductus_ix_dedupe_seen ON ductus_ix_dedupe (seen_at);
-
--- What sources remember (a file's progress, a schedule's last run),
--- always written in the transaction of the messages it accounts for.
-CREATE TABLE ductus_ix_source_state (
-    interface  VARCHAR(64)  NOT NULL,
-    state_key  VARCHAR(255) NOT NULL,
-    value      TEXT         NOT NULL,
-    updated_at BIGINT       NOT NULL,
-    PRIMARY KEY (interface, state_key)
-);
-
--- A delivery's status is its lane message's outcome and the send effect
--- that message staged: find effects by message.
+-- Store.EffectListByMessages (a delivery's status is its lane message's
+-- outcome and the send effect that message staged): find effects by message.
 CREATE INDEX ductus_effects_message ON ductus_effects (message_id);

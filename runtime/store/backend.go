@@ -88,6 +88,10 @@ type Effects interface {
 	EffectDiscard(ctx context.Context, id int64) (bool, error)
 	EffectList(ctx context.Context, p *EffectListParams) ([]EffectInfo, error)
 	EffectGet(ctx context.Context, id int64) (*EffectInfo, error)
+	// EffectListByMessages lists the effects the given messages' turns
+	// staged, by effect ID (the integration engine derives a delivery's
+	// status from its lane message and the send effect it staged).
+	EffectListByMessages(ctx context.Context, messageIDs []int64) ([]EffectInfo, error)
 }
 
 // Reminders is the reminder scheduler's side.
@@ -143,6 +147,11 @@ type Admin interface {
 	ActorGet(ctx context.Context, ref actor.Ref) (*ActorInfo, error)
 	ActorList(ctx context.Context, p *ActorListParams) ([]ActorInfo, error)
 	Prune(ctx context.Context, p *PruneParams) (PruneResult, error)
+	// TableCount counts the rows of one of the backend's tables (a name
+	// starting ductus_) directly, not through the runtime's bookkeeping:
+	// for tests that prove a refused call wrote nothing, and for
+	// diagnostics. Any other name is refused with actor.ErrInvalidArguments.
+	TableCount(ctx context.Context, table string) (int64, error)
 }
 
 // TxOptions configures a caller transaction.
@@ -153,29 +162,14 @@ type TxOptions struct {
 	Relaxed bool
 }
 
-// Tx is a caller transaction. Queries use ? placeholders on every backend
-// (adapters translate).
+// Tx is a caller transaction: opaque outside the adapter that began it.
+// The caller passes it to the methods that take one (MailboxEnqueue, the
+// integration engine's store), which run their statements in it, and ends
+// it; the adapter recovers its own transaction type inside those methods
+// (a Tx from another backend is refused).
 type Tx interface {
-	Exec(ctx context.Context, query string, args ...any) (int64, error)
-	Query(ctx context.Context, query string, args ...any) (Rows, error)
-	QueryRow(ctx context.Context, query string, args ...any) Row
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
-	// Dialect is the backend's name, for the few statements that differ.
-	Dialect() string
-}
-
-// Rows is a result set of Tx.Query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close() error
-}
-
-// Row is the single-row result of Tx.QueryRow.
-type Row interface {
-	Scan(dest ...any) error
 }
 
 // Signal is a cross-process wake-up.
@@ -194,20 +188,6 @@ type Signal struct {
 // ctx is done.
 type Signaler interface {
 	Listen(ctx context.Context, fn func(Signal)) error
-}
-
-// Querier runs read-only queries (? placeholders) outside any write
-// transaction, on the backend's read connections. The integration engine
-// reads its own tables through it.
-type Querier interface {
-	Query(ctx context.Context, query string, args ...any) (Rows, error)
-}
-
-// EffectsByMessage lists the effects the given messages' turns staged (the
-// integration engine derives a delivery's status from its lane message and
-// the send effect that message staged).
-type EffectsByMessage interface {
-	EffectsOfMessages(ctx context.Context, messageIDs []int64) ([]EffectInfo, error)
 }
 
 // Notifier is implemented by backends that can send a cross-process

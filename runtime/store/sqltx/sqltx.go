@@ -18,37 +18,16 @@ import (
 // purpose; each adapter has one.
 type Classifier func(op string, err error) error
 
-// Tx adapts *sql.Tx to store.Tx.
+// Tx adapts *sql.Tx to store.Tx. Callers outside the adapter only commit
+// or roll it back; the adapter's methods that take a store.Tx run their
+// statements on Tx through Run.
 type Tx struct {
 	Tx       *sql.Tx
-	Name     string
+	Name     string // the adapter that began it, which refuses another's
 	Classify Classifier
 }
 
 var _ store.Tx = (*Tx)(nil)
-
-// Exec runs a statement and returns the rows it affected.
-func (t *Tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.Tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, t.Classify("caller statement", err)
-	}
-	return res.RowsAffected()
-}
-
-// Query runs a query.
-func (t *Tx) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	rows, err := t.Tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, t.Classify("caller query", err)
-	}
-	return rows, nil
-}
-
-// QueryRow runs a query expected to return one row.
-func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	return t.Tx.QueryRowContext(ctx, query, args...)
-}
 
 // Commit commits.
 func (t *Tx) Commit(context.Context) error {
@@ -65,9 +44,6 @@ func (t *Tx) Rollback(context.Context) error {
 	}
 	return nil
 }
-
-// Dialect names the backend.
-func (t *Tx) Dialect() string { return t.Name }
 
 // Run executes fn in a transaction on db, committing when fn returns nil.
 // A transaction passed in by the caller (outer) is used as is and neither

@@ -149,24 +149,29 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("quiet actors = %d, %v (o3 has pending work)", len(quiet), err)
 		}
 	},
+	"TableCount": func(t *testing.T, b store.Backend) {
+		enqueueN(t, b, ref("x"), 3)
+		ctx := ctxT(t)
+		if n, err := b.TableCount(ctx, "ductus_messages"); err != nil || n != 3 {
+			t.Fatalf("ductus_messages = %d, %v", n, err)
+		}
+		for _, bad := range []string{"", "actors", "ductus_actors; DROP TABLE ductus_actors", "DUCTUS_ACTORS", "ductus_actors a"} {
+			if _, err := b.TableCount(ctx, bad); !errors.Is(err, actor.ErrInvalidArguments) {
+				t.Errorf("TableCount(%q) = %v, want ErrInvalidArguments", bad, err)
+			}
+		}
+	},
 	"OrphanedAgainstOwnerTable": func(t *testing.T, b store.Backend) {
 		ctx := ctxT(t)
-		tx, err := b.Begin(ctx, store.TxOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE storetest_owners (id VARCHAR(64) PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO storetest_owners (id) VALUES (?)`, "alive"); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(ctx); err != nil {
+		// The process registry is the owner table: its id column holds
+		// "alive" and nothing else, as an application's own table would
+		// hold its live owners.
+		if err := b.ProcessRegister(ctx, &store.ProcessInfo{ID: "alive", Kind: "owner", Host: "h", PID: 1, Version: "test", Metadata: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 		enqueueN(t, b, ref("alive"), 1)
 		enqueueN(t, b, ref("orphan"), 1)
-		got, err := b.ActorList(ctx, &store.ActorListParams{Type: typeA, OrphanedAgainst: &store.OwnerRelation{Table: "storetest_owners", Column: "id"}})
+		got, err := b.ActorList(ctx, &store.ActorListParams{Type: typeA, OrphanedAgainst: &store.OwnerRelation{Table: "ductus_processes", Column: "id"}})
 		if err != nil || len(got) != 1 || got[0].Ref.ID != "orphan" {
 			t.Fatalf("orphaned = %+v, %v", got, err)
 		}

@@ -52,6 +52,27 @@ func finish(t *testing.T, b store.Backend, owner string, outcomes ...store.Effec
 }
 
 var effectTests = map[string]func(*testing.T, store.Backend){
+	"ListByMessages": func(t *testing.T, b store.Backend) {
+		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx"}, store.NewEffect{UUID: uuid(), Name: "other"})
+		stageEffects(t, b, ref("y"), store.NewEffect{UUID: uuid(), Name: "fx"})
+		enqueueN(t, b, ref("z"), 1) // a message that staged nothing
+		ctx := ctxT(t)
+		all, err := b.EffectList(ctx, &store.EffectListParams{State: store.EffectPending, Limit: 10})
+		if err != nil || len(all) != 3 {
+			t.Fatalf("effects = %+v, %v", all, err)
+		}
+		first := all[0].MessageID
+		for _, e := range all {
+			first = min(first, e.MessageID)
+		}
+		got, err := b.EffectListByMessages(ctx, []int64{first, 1 << 40})
+		if err != nil || len(got) != 2 || got[0].MessageID != first || got[1].MessageID != first || got[0].ID >= got[1].ID {
+			t.Fatalf("effects of message %d = %+v, %v", first, got, err)
+		}
+		if none, err := b.EffectListByMessages(ctx, nil); err != nil || len(none) != 0 {
+			t.Fatalf("effects of no message = %+v, %v", none, err)
+		}
+	},
 	"UnorderedLifecycle": func(t *testing.T, b store.Backend) {
 		l := stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx", Args: []byte(`{"a":1}`)},
 			store.NewEffect{UUID: uuid(), Name: "fx"}, store.NewEffect{UUID: uuid(), Name: "nohandler"})

@@ -17,44 +17,22 @@ var RuntimeTables = []string{
 }
 
 // RowCounts counts the rows of tables (RuntimeTables when none are
-// named), read directly rather than through the runtime's own bookkeeping,
-// so a test can prove that a refused call wrote nothing or that no message
-// is left ready or claimed. Every adapter implements store.Querier.
+// named) with Backend.TableCount, read directly rather than through the
+// runtime's own bookkeeping, so a test can prove that a refused call wrote
+// nothing or that no message is left ready or claimed.
 func RowCounts(ctx context.Context, be store.Backend, tables ...string) (map[string]int64, error) {
-	q, ok := be.(store.Querier)
-	if !ok {
-		return nil, fmt.Errorf("storetest: backend %s cannot run read queries", be.Name())
-	}
 	if len(tables) == 0 {
 		tables = RuntimeTables
 	}
 	out := make(map[string]int64, len(tables))
 	for _, t := range tables {
-		n, err := countRows(ctx, q, t)
+		n, err := be.TableCount(ctx, t)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storetest: count %s: %w", t, err)
 		}
 		out[t] = n
 	}
 	return out, nil
-}
-
-func countRows(ctx context.Context, q store.Querier, table string) (int64, error) {
-	rows, err := q.Query(ctx, "SELECT COUNT(*) FROM "+table)
-	if err != nil {
-		return 0, fmt.Errorf("storetest: count %s: %w", table, err)
-	}
-	defer rows.Close()
-	var n int64
-	if rows.Next() {
-		if err := rows.Scan(&n); err != nil {
-			return 0, fmt.Errorf("storetest: count %s: %w", table, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("storetest: count %s: %w", table, err)
-	}
-	return n, nil
 }
 
 // RowDiff describes how two RowCounts differ ("" when equal).

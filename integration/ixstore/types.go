@@ -1,0 +1,116 @@
+package ixstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Message is one stored interface message.
+type Message struct {
+	ID          string
+	Interface   string
+	ReceivedAt  time.Time
+	Status      string
+	Key         string // the ordering key ("" without one)
+	Lane        int
+	DedupeKey   string
+	DuplicateOf string
+	Origin      string // the routed-from message and destination, or a schedule occurrence
+	Payload     []byte
+	ACK         []byte // the ACK the sender got (MLLP), answered again to duplicates
+	Meta        map[string]any
+}
+
+// MetaJSON is the message's meta as the JSON text the tables store.
+func (m *Message) MetaJSON() (string, error) {
+	b, err := json.Marshal(m.Meta)
+	if err != nil {
+		return "", fmt.Errorf("ixstore: the meta of message %s: %w", m.ID, err)
+	}
+	return string(b), nil
+}
+
+// SetMetaJSON fills Meta from stored JSON text; empty, "null" or
+// unreadable text leaves it nil (meta is informational, never a reason to
+// lose a message).
+func (m *Message) SetMetaJSON(s string) {
+	if s == "" || s == "null" {
+		return
+	}
+	_ = json.Unmarshal([]byte(s), &m.Meta)
+}
+
+// Delivery links a message to a destination's lane message.
+type Delivery struct {
+	MessageID     string
+	Destination   string
+	LaneMessageID int64
+}
+
+// MessageInsertParams are the rows one intake writes.
+type MessageInsertParams struct {
+	Messages   []Message
+	Deliveries []Delivery
+}
+
+// MessageByOriginParams names an origin within an interface.
+type MessageByOriginParams struct {
+	Interface string
+	Origin    string
+}
+
+// MessageGetManyParams names messages by ID.
+type MessageGetManyParams struct {
+	IDs []string
+}
+
+// MessageListParams pages an interface's messages.
+type MessageListParams struct {
+	Interface string
+	// Before, when set, lists only messages with a smaller ID (IDs are
+	// time-ordered UUIDv7s, so older ones).
+	Before string
+	Limit  int // at least 1
+}
+
+// MessageACKsParams names messages whose ACKs to read.
+type MessageACKsParams struct {
+	IDs []string
+}
+
+// DeliveryListParams names a message.
+type DeliveryListParams struct {
+	MessageID string
+}
+
+// DedupeClaimParams claims an interface's dedupe keys.
+type DedupeClaimParams struct {
+	Interface string
+	// Keys maps each key to the message that would be its first.
+	Keys map[string]string
+	// At is the claim's time; Since is the oldest claim that still holds
+	// (At minus the interface's dedupe window).
+	At, Since time.Time
+}
+
+// DedupePruneParams bounds one prune of expired claims.
+type DedupePruneParams struct {
+	Interface string
+	Before    time.Time
+	Limit     int // at least 1
+}
+
+// SourceStatePutParams is one source state row; a nil Value deletes it.
+type SourceStatePutParams struct {
+	Interface string
+	Key       string
+	Value     []byte // JSON
+	At        time.Time
+}
+
+// SourceStateGetParams names a source state row.
+type SourceStateGetParams struct {
+	Interface string
+	Key       string
+}
