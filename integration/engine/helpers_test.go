@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"github.com/ductus/ductus/internal/testutil"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -139,16 +138,6 @@ func decodeAll[T any](t *testing.T, bodies [][]byte) []T {
 		}
 	}
 	return out
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // counterValue reads a Prometheus counter.
