@@ -76,9 +76,6 @@ var pg struct {
 	err  error
 }
 
-// postgresBackend opens a fresh schema in the run's database.
-func postgresBackend(t *testing.T) store.Backend { return postgresSpec(t).openT(t) }
-
 // postgresSpec names a fresh schema in the run's database (created on
 // first open).
 func postgresSpec(t *testing.T) backendSpec {
@@ -93,6 +90,15 @@ func postgresSpec(t *testing.T) backendSpec {
 		t.Fatal(pg.err)
 	}
 	return backendSpec{Driver: "postgres", DSN: pg.db.DSN, Schema: "t_" + randHex(6)}
+}
+
+// mysqlSpec creates a fresh database (MySQL has no schemas inside one),
+// dropped when the test ends (its cleanup is registered before any
+// openT's close, so it runs after it).
+func mysqlSpec(t *testing.T) backendSpec {
+	t.Helper()
+	db := dbtest.Database(t, dbtest.MySQL(t), "ductus_engine_test_")
+	return backendSpec{Driver: "mysql", DSN: db.DSN}
 }
 
 // dropTestDatabases removes the run's databases (called by TestMain).

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/ductus/ductus/adapters/sqlite"
 	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/host"
 	"github.com/ductus/ductus/runtime/store"
 )
