@@ -6,12 +6,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ductus/ductus/internal/testdb"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/internal/testutil/dbtest"
 )
 
@@ -27,12 +27,6 @@ type server struct {
 var servers = []server{
 	{"postgres", testdb.PostgresEnv, "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", testdb.Postgres, dbtest.Postgres, "pgx"},
 	{"mysql", testdb.MySQLEnv, "root@tcp(127.0.0.1:1)/", testdb.MySQL, dbtest.MySQL, "mysql"},
-}
-
-func ctx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // TestUnavailable: "off" and an unreachable server are ErrUnavailable (a
@@ -62,7 +56,7 @@ func TestUnavailable(t *testing.T) {
 			t.Run(s.name+"/"+c.name, func(t *testing.T) {
 				t.Setenv(s.env, c.value)
 				t.Setenv("CI", c.ci)
-				srv, err := s.reach(ctx(t))
+				srv, err := s.reach(testutil.Context(t))
 				if err == nil {
 					srv.Close()
 					t.Fatalf("%s=%s reached a server", s.env, c.value)
@@ -84,20 +78,20 @@ func TestCreateDrop(t *testing.T) {
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
 			srv := s.get(t)
-			db, err := srv.Create(ctx(t), "ductus_testdb_")
+			db, err := srv.Create(testutil.Context(t), "ductus_testdb_")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(db.Name, "ductus_testdb_") || !strings.Contains(db.DSN, db.Name) {
 				t.Errorf("database %q at %q: want the prefix and the name in the DSN", db.Name, db.DSN)
 			}
-			if err := ping(ctx(t), s.driver, db.DSN); err != nil {
+			if err := ping(testutil.Context(t), s.driver, db.DSN); err != nil {
 				t.Fatalf("reach the new database: %v", err)
 			}
-			if err := db.Drop(ctx(t)); err != nil {
+			if err := db.Drop(testutil.Context(t)); err != nil {
 				t.Fatal(err)
 			}
-			if err := ping(ctx(t), s.driver, db.DSN); err == nil {
+			if err := ping(testutil.Context(t), s.driver, db.DSN); err == nil {
 				t.Error("the dropped database can still be reached")
 			}
 		})
@@ -109,8 +103,8 @@ func TestCreateDrop(t *testing.T) {
 func TestCreateRefusesBadPrefix(t *testing.T) {
 	srv := dbtest.Postgres(t)
 	for _, prefix := range []string{"", "x; DROP DATABASE postgres; --", "Upper_", "1x"} {
-		if db, err := srv.Create(ctx(t), prefix); err == nil {
-			_ = db.Drop(ctx(t))
+		if db, err := srv.Create(testutil.Context(t), prefix); err == nil {
+			_ = db.Drop(testutil.Context(t))
 			t.Errorf("prefix %q accepted", prefix)
 		} else if !strings.Contains(err.Error(), "prefix") {
 			t.Errorf("prefix %q: %v does not name the prefix", prefix, err)
