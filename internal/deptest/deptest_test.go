@@ -26,6 +26,12 @@ const engineSeam = mod + "/integration/ixstore"
 // through store.Backend, handed over by cmd/ or a test.
 const engineOpensBackends = mod + "/integration/engine"
 
+// serviceTestHost is the runtime package allowed to link an adapter: test
+// support for service authors (like River's rivertest), which runs a host
+// on a temporary SQLite database. Nothing but tests may import it, which
+// the testing rule below sees to (it imports "testing").
+const serviceTestHost = mod + "/runtime/hosttest"
+
 // The drivers and the V8 binding, which only their one owner may link.
 var (
 	drivers = []string{
@@ -54,7 +60,9 @@ func testSupport(path string) bool {
 	return strings.HasSuffix(path, "test") || matches(mod+"/internal/testutil/...", path)
 }
 
-// rules are the module's dependency rules (docs/architecture.md, "Layers").
+// rules are the module's dependency rules: imports point one way, actor ←
+// runtime ← adapters, with integration and realtime beside the adapters
+// and cmd/ wiring them together (docs/architecture.md).
 var rules = []rule{
 	{
 		name:   "actor imports nothing of ours",
@@ -63,10 +71,18 @@ var rules = []rule{
 		allow:  ours("actor/..."),
 	},
 	{
-		name: "runtime imports no adapter, driver, integration, realtime or V8",
-		from: ours("runtime/..."),
+		name:   "runtime imports no adapter, driver, integration, realtime or V8",
+		from:   ours("runtime/..."),
+		except: []string{serviceTestHost},
 		forbid: slices.Concat(ours("adapters/...", "integration/...", "realtime/...", "cmd/...", "bench/...", "internal/testdb/..."),
 			drivers, []string{v8}),
+	},
+	{
+		name:     "runtime/hosttest links no adapter but SQLite's, and no integration or V8",
+		from:     []string{serviceTestHost},
+		forbid:   slices.Concat(ours("adapters/...", "integration/...", "realtime/...", "internal/testdb/..."), drivers, []string{v8}),
+		allow:    slices.Concat(ours("adapters/sqlite/..."), []string{"modernc.org/sqlite/..."}),
+		optional: true,
 	},
 	{
 		name:   "only integration/script links V8",
@@ -110,7 +126,7 @@ var rules = []rule{
 	{
 		name:   "integration imports no adapter or driver (cmd/ and tests wire them)",
 		from:   ours("integration/..."),
-		except: []string{engineOpensBackends, mod + "/integration/engine/..."},
+		except: []string{engineOpensBackends},
 		forbid: slices.Concat(ours("adapters/...", "internal/testdb/..."), drivers),
 	},
 	{
