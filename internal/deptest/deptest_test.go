@@ -21,8 +21,8 @@ const mod = "github.com/ductus/ductus"
 const engineSeam = mod + "/integration/ixstore"
 
 // engineOpensBackends is the integration/ package allowed to link the
-// adapters: the engine opens the backend a project's database URL names
-// (backends.go). Everything else in integration/ reaches a backend only
+// adapters: the engine opens the backend a project's database URL names.
+// Everything else in integration/ reaches a backend only
 // through store.Backend, handed over by cmd/ or a test.
 const engineOpensBackends = mod + "/integration/engine"
 
@@ -32,7 +32,8 @@ const engineOpensBackends = mod + "/integration/engine"
 // the testing rule below sees to (it imports "testing").
 const serviceTestHost = mod + "/runtime/hosttest"
 
-// The drivers and the V8 binding, which only their one owner may link.
+// The database drivers (for adapters/, the bench and internal/testdb) and
+// the V8 binding (for integration/script alone).
 var (
 	drivers = []string{
 		"github.com/jackc/pgx/v5/...",
