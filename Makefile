@@ -46,9 +46,14 @@ bench-smoke:
 	@if [ "$$DUCTUS_TEST_POSTGRES" != off ]; then echo "$(GO) run ./bench -backend postgres -smoke"; $(GO) run ./bench -backend postgres -smoke; fi
 	@if [ "$$DUCTUS_TEST_MYSQL" != off ]; then echo "$(GO) run ./bench -backend mysql -smoke"; $(GO) run ./bench -backend mysql -smoke; fi
 
+## lint: gofmt, import grouping (standard library, third party, then this module), go vet and staticcheck; the tools are pinned in go.mod
+GOFILES = $$(git ls-files '*.go' | grep -v '^bench/peers/')
+LOCAL   := github.com/ductus/ductus
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^bench/peers/')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$($(GO) tool goimports -local $(LOCAL) -l $(GOFILES)); if [ -n "$$out" ]; then echo "goimports -local $(LOCAL) would change (fix: $(GO) tool goimports -local $(LOCAL) -w FILE...):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 build:
 	$(GO) build ./...

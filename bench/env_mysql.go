@@ -2,73 +2,39 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	_ "github.com/go-sql-driver/mysql" // the baseline's database/sql driver
 
 	mysqladapter "github.com/ductus/ductus/adapters/mysql"
+	"github.com/ductus/ductus/internal/testdb"
 )
 
 func init() {
 	backends["mysql"] = func(o options) (env, error) {
-		dsn := os.Getenv("DUCTUS_TEST_MYSQL")
-		if dsn == "" {
-			dsn = "root@tcp(127.0.0.1:3306)/"
-		}
-		cfg, err := mysql.ParseDSN(dsn)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv, err := testdb.MySQL(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("mysql: DUCTUS_TEST_MYSQL is not a DSN: %w", err)
+			return nil, fmt.Errorf("mysql: %w", err)
 		}
-		return &mysqlEnv{admin: cfg}, nil
+		return &mysqlEnv{srv: srv}, nil
 	}
 }
 
 // mysqlEnv makes each scenario a fresh database on the server named by
 // DUCTUS_TEST_MYSQL (else the local MariaDB) and drops it afterwards.
-type mysqlEnv struct{ admin *mysql.Config }
-
-func (e *mysqlEnv) server(ctx context.Context) (*sql.DB, error) {
-	cfg := e.admin.Clone()
-	cfg.DBName = ""
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(conn)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("mysql: connect to %s: %w", cfg.Addr, err)
-	}
-	return db, nil
-}
+type mysqlEnv struct{ srv *testdb.Server }
 
 func (e *mysqlEnv) fresh(ctx context.Context) (string, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "ductus_bench_" + hex.EncodeToString(b)
-	db, err := e.server(ctx)
+	db, err := e.srv.Create(ctx, "ductus_bench_")
 	if err != nil {
 		return "", nil, err
 	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, err
-	}
-	cfg := e.admin.Clone()
-	cfg.DBName = name
-	cleanup := func() {
-		if db, err := e.server(context.Background()); err == nil {
-			_, _ = db.Exec("DROP DATABASE IF EXISTS " + name)
-			db.Close()
-		}
-	}
-	return cfg.FormatDSN(), cleanup, nil
+	return db.DSN, func() { _ = db.Drop(context.Background()) }, nil
 }
 
 func (e *mysqlEnv) open(ctx context.Context, dsn string, count *counter) (backend, error) {

@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,47 +10,31 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ductus/ductus/adapters/postgres"
+	"github.com/ductus/ductus/internal/testdb"
 )
 
 func init() {
 	backends["postgres"] = func(o options) (env, error) {
-		dsn := os.Getenv("DUCTUS_TEST_POSTGRES")
-		if dsn == "" {
-			dsn = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv, err := testdb.Postgres(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
 		}
-		return &postgresEnv{admin: dsn}, nil
+		return &postgresEnv{srv: srv}, nil
 	}
 }
 
 // postgresEnv makes each scenario a fresh database on the server named by
 // DUCTUS_TEST_POSTGRES (else the local one) and drops it afterwards.
-type postgresEnv struct{ admin string }
+type postgresEnv struct{ srv *testdb.Server }
 
 func (e *postgresEnv) fresh(ctx context.Context) (string, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "ductus_bench_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, e.admin)
+	db, err := e.srv.Create(ctx, "ductus_bench_")
 	if err != nil {
-		return "", nil, fmt.Errorf("postgres: connect to %s: %w", redactDSN(e.admin), err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", nil, err
 	}
-	u, err := url.Parse(e.admin)
-	if err != nil || u.Scheme == "" {
-		return "", nil, fmt.Errorf("postgres: DUCTUS_TEST_POSTGRES must be a URL")
-	}
-	u.Path = "/" + name
-	cleanup := func() {
-		c, err := pgx.Connect(context.Background(), e.admin)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
-		}
-	}
-	return u.String(), cleanup, nil
+	return db.DSN, func() { _ = db.Drop(context.Background()) }, nil
 }
 
 func (e *postgresEnv) open(ctx context.Context, dsn string, count *counter) (backend, error) {
@@ -117,11 +96,3 @@ func (s *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.Trace
 }
 
 func (s *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func redactDSN(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		u.User = url.User(u.User.Username())
-		return u.String()
-	}
-	return strings.SplitN(dsn, "@", 2)[len(strings.SplitN(dsn, "@", 2))-1]
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -52,17 +53,6 @@ func (s *signals) snapshot() (int, []int64) {
 	return s.work, slices.Clone(s.done)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestSignalerAcrossBackends: one backend (another process, in effect)
 // listens, another writes; work and finished messages arrive by polling.
 func TestSignalerAcrossBackends(t *testing.T) {
@@ -94,7 +84,7 @@ func TestSignalerAcrossBackends(t *testing.T) {
 			Messages: []store.NewMessage{{Ref: ref, Name: "m", Args: []byte(`1`)}}}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the work signal", func() bool { w, _ := sig.snapshot(); return w > before })
+		testutil.Eventually(t, 5*time.Second, "the work signal", func() bool { w, _ := sig.snapshot(); return w > before })
 		latencies = append(latencies, time.Since(start))
 	}
 
@@ -117,7 +107,7 @@ func TestSignalerAcrossBackends(t *testing.T) {
 	if _, err := writer.TurnCommit(ctx, &store.TurnCommitParams{Owner: "w", Lease: ls[0].LeaseRef, Completed: comps, SignalDone: ids}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the done signals", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the done signals", func() bool {
 		_, d := sig.snapshot()
 		for _, id := range ids {
 			if !slices.Contains(d, id) {
@@ -153,7 +143,7 @@ func TestSignalLateCommitAndCleanup(t *testing.T) {
 	}
 	sig := listen(t, b)
 	time.Sleep(100 * time.Millisecond)
-	waitFor(t, "the old row's cleanup", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the old row's cleanup", func() bool {
 		var n int
 		db.QueryRow(`SELECT COUNT(*) FROM ductus_signals WHERE message_id = 1`).Scan(&n)
 		return n == 0
@@ -170,12 +160,12 @@ func TestSignalLateCommitAndCleanup(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO ductus_signals (kind, message_id, created_at) VALUES (2, 101, UTC_TIMESTAMP(6))`); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the later row", func() bool { _, d := sig.snapshot(); return slices.Contains(d, 101) })
+	testutil.Eventually(t, 5*time.Second, "the later row", func() bool { _, d := sig.snapshot(); return slices.Contains(d, 101) })
 	time.Sleep(50 * time.Millisecond)
 	if _, err := late.ExecContext(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the row committed late", func() bool { _, d := sig.snapshot(); return slices.Contains(d, 100) })
+	testutil.Eventually(t, 5*time.Second, "the row committed late", func() bool { _, d := sig.snapshot(); return slices.Contains(d, 100) })
 }
 
 // TestJSONFilters runs state filters over states with every JSON scalar

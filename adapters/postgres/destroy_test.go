@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -22,7 +23,7 @@ func TestDestroyRacesChildWriters(t *testing.T) {
 		t.Skip("a stress test")
 	}
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	const rounds = 30
 	for round := 0; round < rounds; round++ {
 		r := actor.Ref{Type: "d", ID: fmt.Sprintf("x%d", round)}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestConcurrentSameKey(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	r := actor.Ref{Type: "k", ID: "x"}
 	for round := 0; round < 5; round++ {
 		key := fmt.Sprintf("key-%d", round)
@@ -66,7 +67,7 @@ func TestConcurrentSameKey(t *testing.T) {
 func TestEnqueueShapes(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	ref := func(id string) actor.Ref { return actor.Ref{Type: "s", ID: id} }
 	m := func(id string, key string, must bool) store.NewMessage {
 		return store.NewMessage{Ref: ref(id), Name: "m", Args: []byte(`{}`), IdempotencyKey: key, MustExist: must}
@@ -157,7 +158,7 @@ func TestEnqueueShapes(t *testing.T) {
 func TestCallerTransaction(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	for _, relaxed := range []bool{false, true} {
 		tx, err := b.Begin(ctx, store.TxOptions{Relaxed: relaxed})
 		if err != nil {
@@ -205,7 +206,7 @@ func TestTellByCachedKey(t *testing.T) {
 	schema := newSchema()
 	b1 := openSchema(t, schema, nil)
 	b2 := openSchema(t, schema, nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	r := actor.Ref{Type: "hot", ID: "x"}
 	tell := func(b *Backend, limit int) (store.EnqueueResult, error) {
 		res, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}, MailboxCap: limit})

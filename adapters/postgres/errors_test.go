@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -97,7 +98,7 @@ func TestParseSignal(t *testing.T) {
 func scratch(t *testing.T) (*Backend, string) {
 	schema := newSchema()
 	b := openSchema(t, schema, nil)
-	if _, err := b.Pool().Exec(ctxT(t), `CREATE TABLE scratch (id int PRIMARY KEY, v int); INSERT INTO scratch VALUES (1, 0), (2, 0)`); err != nil {
+	if _, err := b.Pool().Exec(testutil.Context(t), `CREATE TABLE scratch (id int PRIMARY KEY, v int); INSERT INTO scratch VALUES (1, 0), (2, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	return b, schema
@@ -105,7 +106,7 @@ func scratch(t *testing.T) (*Backend, string) {
 
 func begin(t *testing.T, b *Backend, opts pgx.TxOptions) pgx.Tx {
 	t.Helper()
-	tx, err := b.Pool().BeginTx(ctxT(t), opts)
+	tx, err := b.Pool().BeginTx(testutil.Context(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestClassify(t *testing.T) {
 		provoke    func(t *testing.T, b *Backend) error
 	}{
 		{"deadlock", true, true, "40P01", func(t *testing.T, b *Backend) error {
-			ctx := ctxT(t)
+			ctx := testutil.Context(t)
 			tx1, tx2 := begin(t, b, pgx.TxOptions{}), begin(t, b, pgx.TxOptions{})
 			if _, err := tx1.Exec(ctx, `UPDATE scratch SET v = 1 WHERE id = 1`); err != nil {
 				t.Fatal(err)
@@ -155,7 +156,7 @@ func TestClassify(t *testing.T) {
 			return failure
 		}},
 		{"serialization failure", true, true, "40001", func(t *testing.T, b *Backend) error {
-			ctx := ctxT(t)
+			ctx := testutil.Context(t)
 			tx := begin(t, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 			var v int
 			if err := tx.QueryRow(ctx, `SELECT v FROM scratch WHERE id = 1`).Scan(&v); err != nil {
@@ -168,7 +169,7 @@ func TestClassify(t *testing.T) {
 			return err
 		}},
 		{"lock timeout", true, true, "55P03", func(t *testing.T, b *Backend) error {
-			ctx := ctxT(t)
+			ctx := testutil.Context(t)
 			holder := begin(t, b, pgx.TxOptions{})
 			if _, err := holder.Exec(ctx, `SELECT 1 FROM scratch WHERE id = 1 FOR UPDATE`); err != nil {
 				t.Fatal(err)
@@ -182,19 +183,19 @@ func TestClassify(t *testing.T) {
 		}},
 		{"statement timeout", true, true, "57014", func(t *testing.T, b *Backend) error {
 			tx := begin(t, b, pgx.TxOptions{})
-			if _, err := tx.Exec(ctxT(t), `SET LOCAL statement_timeout = '20ms'`); err != nil {
+			if _, err := tx.Exec(testutil.Context(t), `SET LOCAL statement_timeout = '20ms'`); err != nil {
 				t.Fatal(err)
 			}
-			_, err := tx.Exec(ctxT(t), `SELECT pg_sleep(2)`)
+			_, err := tx.Exec(testutil.Context(t), `SELECT pg_sleep(2)`)
 			return err
 		}},
 		{"read-only server", true, true, "25006", func(t *testing.T, b *Backend) error {
 			tx := begin(t, b, pgx.TxOptions{AccessMode: pgx.ReadOnly})
-			_, err := tx.Exec(ctxT(t), `UPDATE scratch SET v = 3 WHERE id = 1`)
+			_, err := tx.Exec(testutil.Context(t), `UPDATE scratch SET v = 3 WHERE id = 1`)
 			return err
 		}},
 		{"backend terminated", true, false, "57P01", func(t *testing.T, b *Backend) error {
-			ctx := ctxT(t)
+			ctx := testutil.Context(t)
 			conn, err := b.Pool().Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -212,15 +213,15 @@ func TestClassify(t *testing.T) {
 			return err
 		}},
 		{"connection refused", true, true, "", func(t *testing.T, b *Backend) error {
-			_, err := pgx.Connect(ctxT(t), "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2")
+			_, err := pgx.Connect(testutil.Context(t), "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2")
 			return err
 		}},
 		{"unique violation", false, false, "23505", func(t *testing.T, b *Backend) error {
-			_, err := b.Pool().Exec(ctxT(t), `INSERT INTO scratch VALUES (1, 0)`)
+			_, err := b.Pool().Exec(testutil.Context(t), `INSERT INTO scratch VALUES (1, 0)`)
 			return err
 		}},
 		{"syntax error", false, false, "42601", func(t *testing.T, b *Backend) error {
-			_, err := b.Pool().Exec(ctxT(t), `SELEKT 1`)
+			_, err := b.Pool().Exec(testutil.Context(t), `SELEKT 1`)
 			return err
 		}},
 	}
@@ -310,7 +311,7 @@ func TestClassifyTyped(t *testing.T) {
 func TestErrorsNameTheirStatement(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	_, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: actor.Ref{Type: "a", ID: "x"}, Name: "m", Args: []byte(`{"unterminated`)}}})
 	var se *store.Error
 	if !errors.As(err, &se) || se.Transient || !strings.HasPrefix(se.Op, "enqueue:") || sqlState(err) != "22P02" {
@@ -332,7 +333,7 @@ func TestKilledCommitChangesNothing(t *testing.T) {
 	need(t)
 	schema := newSchema()
 	b := openSchema(t, schema, nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	res, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{
 		{Ref: actor.Ref{Type: "k", ID: "x"}, Name: "m", Args: []byte(`1`)}, {Ref: actor.Ref{Type: "k", ID: "x"}, Name: "m", Args: []byte(`2`)}}})
 	if err != nil {
@@ -422,7 +423,7 @@ func TestConcurrentOpen(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := Open(ctxT(t), Config{DSN: testDSN, Schema: schema, MaxConns: 2})
+			b, err := Open(testutil.Context(t), Config{DSN: testDSN, Schema: schema, MaxConns: 2})
 			if err == nil {
 				b.Close()
 			}
@@ -438,13 +439,13 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 	b := openSchema(t, schema, nil)
 	var n, distinct int
-	if err := b.Pool().QueryRow(ctxT(t), `SELECT count(*), count(DISTINCT version) FROM ductus_schema_migrations`).Scan(&n, &distinct); err != nil {
+	if err := b.Pool().QueryRow(testutil.Context(t), `SELECT count(*), count(DISTINCT version) FROM ductus_schema_migrations`).Scan(&n, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if n != distinct || n < 2 {
 		t.Fatalf("migrations recorded %d times for %d versions", n, distinct)
 	}
-	if _, err := Open(ctxT(t), Config{DSN: testDSN, Schema: "Bad-Name"}); err == nil {
+	if _, err := Open(testutil.Context(t), Config{DSN: testDSN, Schema: "Bad-Name"}); err == nil {
 		t.Fatal("a schema name needing quotes was accepted")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -20,7 +21,7 @@ import (
 // plans), shown by EXPLAIN EXECUTE with the given SQL literals.
 func explain(t *testing.T, b *Backend, query, literals string) string {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	conn, err := b.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestQueueReadIsIndexRangeScan(t *testing.T) {
 		t.Skip("builds a 100,000-message history")
 	}
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	hot := actor.Ref{Type: "plan", ID: "hot"}
 	// The history, written directly: completed messages 1..100000 (the
 	// finished messages are a prefix of the sequence, as the runtime
@@ -179,7 +180,7 @@ func TestRoundTrips(t *testing.T) {
 			return &rtConn{Conn: c, n: &n}, nil
 		}
 	})
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	const k = 8
 	cycle := func(id string, measure func(what string, want int64, fn func())) {
 		r := actor.Ref{Type: "rt", ID: id}
@@ -291,7 +292,7 @@ func TestQueueReadIgnoresUnvacuumedHistory(t *testing.T) {
 		t.Skip("builds a 100,000-message history")
 	}
 	b := openSchema(t, newSchema(), nil)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := b.Pool().Exec(ctx, q, args...); err != nil {
@@ -411,7 +412,7 @@ func TestQueueReadIgnoresUnvacuumedHistory(t *testing.T) {
 // with 10,000 effects a run's lease took up to 1.3 s.
 func TestEffectStatementsFindRowsByKey(t *testing.T) {
 	b := openSchema(t, newSchema(), func(pc *pgxpool.Config) { pc.MaxConns, pc.MinConns = 1, 1 })
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	exec := func(sql string) {
 		t.Helper()
 		if _, err := b.Pool().Exec(ctx, sql); err != nil {

@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -16,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testdb"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/crashtest"
 	"github.com/ductus/ductus/runtime/scenariotest"
 	"github.com/ductus/ductus/runtime/store"
@@ -39,52 +39,33 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	base := os.Getenv("DUCTUS_TEST_POSTGRES")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "postgres: cannot reach the test server (%v); CI=true, so this fails\n", err)
-			return 1
-		}
-		skipReason = "no PostgreSQL server reachable; set DUCTUS_TEST_POSTGRES=postgres://user@host:5432/db to run these tests"
+	srv, err := testdb.Postgres(ctx)
+	if errors.Is(err, testdb.ErrUnavailable) {
+		skipReason = err.Error()
 		fmt.Fprintln(os.Stderr, "postgres tests skipped: "+skipReason)
 		return m.Run()
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	db := "ductus_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		fmt.Fprintf(os.Stderr, "postgres: create the test database: %v\n", err)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "postgres: %v\n", err)
+		return 1
+	}
+	defer srv.Close()
+	db, err := srv.Create(ctx, "ductus_test_")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "postgres: %v\n", err)
 		return 1
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "postgres: drop the test database %s: %v\n", db, err)
+		if err := db.Drop(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "postgres: %v\n", err)
 		}
-		admin.Close(ctx)
 	}()
-	testDSN, err = withDatabase(base, db)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "postgres: %v\n", err)
-		return 1
-	}
+	testDSN = db.DSN
 	return m.Run()
-}
-
-// withDatabase points a DSN (URL or key=value) at another database.
-func withDatabase(dsn, db string) (string, error) {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Path = "/" + db
-		return u.String(), nil
-	}
-	return dsn + " dbname=" + db, nil
 }
 
 func need(t *testing.T) {
@@ -130,12 +111,6 @@ func open(t *testing.T) store.Backend {
 func TestConformance(t *testing.T) {
 	need(t)
 	storetest.Run(t, open)
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func TestScenarios(t *testing.T) {
@@ -238,7 +213,7 @@ func TestCrashEffects(t *testing.T) {
 // durable before it returns) runs with synchronous_commit on.
 func TestTakeAsyncCommitStaysLocal(t *testing.T) {
 	b := openSchema(t, newSchema(), func(pc *pgxpool.Config) { pc.MaxConns, pc.MinConns = 1, 1 })
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	r := actor.Ref{Type: "async", ID: "x"}
 	if _, err := b.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}}); err != nil {
 		t.Fatal(err)

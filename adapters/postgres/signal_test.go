@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/wakeuptest"
 )
@@ -67,7 +68,7 @@ func TestSignalsAcrossPools(t *testing.T) {
 	writer := openSchema(t, schema, nil)
 	ch := listenTo(t, listener)
 	waitSignal(t, ch, "connected", isWork) // a (re)connect always says "poll once"
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	r := actor.Ref{Type: "s", ID: "x"}
 
 	if _, err := writer.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "m"}}}); err != nil {
@@ -130,7 +131,7 @@ func TestSchemaIsolation(t *testing.T) {
 	b := openSchema(t, newSchema(), nil)
 	chB := listenTo(t, b)
 	waitSignal(t, chB, "connected", isWork)
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	r := actor.Ref{Type: "iso", ID: "x"}
 	ra, err := a.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Signal: true, Messages: []store.NewMessage{{Ref: r, Name: "m"}, {Ref: r, Name: "m"}}})
 	if err != nil {

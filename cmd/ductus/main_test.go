@@ -10,33 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
 const exampleProject = "../../examples/hospital"
 
-// syncBuffer is a bytes.Buffer the engine's goroutines may write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestValidateTheExampleProject(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	if code := run(context.Background(), []string{"validate", exampleProject}, &stdout, &stderr); code != 0 {
 		t.Fatalf("ductus validate %s exited %d\n%s%s", exampleProject, code, stdout.String(), stderr.String())
 	}
@@ -60,21 +41,11 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"validate", "/nonexistent/project"}, 1, "ductus validate:"},
 	}
 	for _, c := range cases {
-		var stdout, stderr syncBuffer
+		var stdout, stderr testutil.SyncBuffer
 		if code := run(context.Background(), c.args, &stdout, &stderr); code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("ductus %v = %d, stderr %q; want %d and …%s…", c.args, code, stderr.String(), c.code, c.want)
 		}
 	}
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // files lists the regular files under dir (recursively), dot-files left out.
@@ -115,7 +86,7 @@ func TestDevWalkthrough(t *testing.T) {
 	if err := copyProject(os.DirFS(exampleProject), dir); err != nil {
 		t.Fatal(err)
 	}
-	adt, emr, lab := freePort(t), freePort(t), freePort(t)
+	adt, emr, lab := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	_, emrPort, _ := net.SplitHostPort(emr)
 	t.Setenv("ADT_LISTEN", adt)
 	t.Setenv("EMR_HOST", "127.0.0.1")
@@ -124,7 +95,7 @@ func TestDevWalkthrough(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"dev", "-dir", dir}, &stdout, &stderr) }()
 	defer func() {
@@ -150,7 +121,7 @@ func TestDevWalkthrough(t *testing.T) {
 		t.Fatalf("ductus dev printed\n%s\nwithout the send command", stdout.String())
 	}
 
-	var sendOut, sendErr syncBuffer
+	var sendOut, sendErr testutil.SyncBuffer
 	if code := run(ctx, append([]string{"send"}, strings.Fields(fmt.Sprintf(devSendArgs, adt))...), &sendOut, &sendErr); code != 0 {
 		t.Fatalf("ductus send exited %d\n%s%s", code, sendOut.String(), sendErr.String())
 	}

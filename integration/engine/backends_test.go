@@ -6,18 +6,18 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
+	"time"
 
 	"github.com/ductus/ductus/adapters/mysql"
 	"github.com/ductus/ductus/adapters/postgres"
 	"github.com/ductus/ductus/adapters/sqlite"
+	"github.com/ductus/ductus/internal/testdb"
+	"github.com/ductus/ductus/internal/testutil"
+	"github.com/ductus/ductus/internal/testutil/dbtest"
 )
 
 // The engine's end-to-end tests run on every backend this machine has:
@@ -68,71 +68,48 @@ func (s backendSpec) openT(t *testing.T) ixstore.Backend {
 	return be
 }
 
+// pg is the run's PostgreSQL database, made on first use (each test gets
+// a schema of its own in it) and dropped by TestMain.
 var pg struct {
-	once  sync.Once
-	admin string
-	db    string // the run's database, dropped by TestMain
-	dsn   string
-	err   error
+	once sync.Once
+	db   *testdb.Database
+	err  error
 }
-
-func pgAdminDSN() string {
-	if v := os.Getenv("DUCTUS_TEST_POSTGRES"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// postgresBackend opens a fresh schema in the run's database.
-func postgresBackend(t *testing.T) ixstore.Backend { return postgresSpec(t).openT(t) }
 
 // postgresSpec names a fresh schema in the run's database (created on
 // first open).
 func postgresSpec(t *testing.T) backendSpec {
 	t.Helper()
-	if pgAdminDSN() == "off" {
-		t.Skip("DUCTUS_TEST_POSTGRES=off")
-	}
+	srv := dbtest.Postgres(t)
 	pg.once.Do(func() {
-		pg.admin = pgAdminDSN()
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, pg.admin)
-		if err != nil {
-			pg.err = err
-			return
-		}
-		defer conn.Close(ctx)
-		pg.db = "ductus_engine_test_" + randHex(6)
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pg.db); err != nil {
-			pg.err = err
-			return
-		}
-		u, err := url.Parse(pg.admin)
-		if err != nil {
-			pg.err = err
-			return
-		}
-		u.Path = "/" + pg.db
-		pg.dsn = u.String()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pg.db, pg.err = srv.Create(ctx, "ductus_engine_test_")
 	})
 	if pg.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is not reachable (%v); CI requires it", pg.err)
-		}
-		t.Skipf("PostgreSQL is not reachable (%v): set DUCTUS_TEST_POSTGRES to run the engine on it", pg.err)
+		t.Fatal(pg.err)
 	}
-	return backendSpec{Driver: "postgres", DSN: pg.dsn, Schema: "t_" + randHex(6)}
+	return backendSpec{Driver: "postgres", DSN: pg.db.DSN, Schema: "t_" + randHex(6)}
+}
+
+// mysqlSpec creates a fresh database (MySQL has no schemas inside one),
+// dropped when the test ends (its cleanup is registered before any
+// openT's close, so it runs after it).
+func mysqlSpec(t *testing.T) backendSpec {
+	t.Helper()
+	db := dbtest.Database(t, dbtest.MySQL(t), "ductus_engine_test_")
+	return backendSpec{Driver: "mysql", DSN: db.DSN}
 }
 
 // dropTestDatabases removes the run's databases (called by TestMain).
 func dropTestDatabases() {
-	if pg.db == "" {
+	if pg.db == nil {
 		return
 	}
-	ctx := context.Background()
-	if conn, err := pgx.Connect(ctx, pg.admin); err == nil {
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pg.db+" WITH (FORCE)")
-		conn.Close(ctx)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pg.db.Drop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 }
 

@@ -139,7 +139,7 @@ func engineSIGKILLUnderLoad(t *testing.T, spec backendSpec) {
 	go labSrv.Serve(labLn)
 	defer labSrv.Close()
 
-	listen := freePort(t)
+	listen := testutil.FreePort(t)
 	host, port, _ := net.SplitHostPort(emr.Addr())
 	files := map[string]string{
 		"ductus.yaml": "partitions: 8\nscript: { isolates: 1 }\napi: { listen: off }\n",

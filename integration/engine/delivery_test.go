@@ -151,7 +151,7 @@ func TestStuckMLLPLaneDoesNotHoldOtherLanes(t *testing.T) {
 					}
 					return "AA"
 				})
-				listen := freePort(t)
+				listen := testutil.FreePort(t)
 				files := adtProject(t, listen, emr.addr)
 				files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ack_timeout: 2s",
 					fmt.Sprintf("ack_timeout: 1s\n    connections: %d", c.connections), 1)
@@ -212,7 +212,7 @@ func TestMLLPDestinationConnections(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("connections=%d", c.connections), func(t *testing.T) {
 			emr := newEMRStandIn(t, func(string) string { time.Sleep(100 * time.Millisecond); return "AA" })
-			listen := freePort(t)
+			listen := testutil.FreePort(t)
 			files := adtProject(t, listen, emr.addr)
 			files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ack_timeout: 2s",
 				fmt.Sprintf("ack_timeout: 5s\n    connections: %d", c.connections), 1)

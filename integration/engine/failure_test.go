@@ -57,7 +57,7 @@ func sendOne(t *testing.T, addr string, msg []byte) mllpnet.Ack {
 // delivered once. The failure is real: the message table is renamed away.
 func TestStoringFailureAnswersRetryably(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
-		listen, httpListen := freePort(t), freePort(t)
+		listen, httpListen := testutil.FreePort(t), testutil.FreePort(t)
 		proj := project(t, map[string]string{
 			"ductus.yaml": "partitions: 4\nscript: { isolates: 1 }\napi: { listen: off }\n",
 			"interfaces/adt/interface.yaml": fmt.Sprintf(`
@@ -136,7 +136,7 @@ destinations:
 func TestRouteHopRetriedAfterCommitStoresOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api, copies := newReceiver(t), newReceiver(t)
-		listen := freePort(t)
+		listen := testutil.FreePort(t)
 		e := running(t, project(t, httpProject(t, listen, api.srv.URL, copies.srv.URL)), be)
 		code, a := post(t, "http://"+listen+"/orders", `{"id":"o1","patient":"p1","seq":1}`)
 		if code != http.StatusAccepted {

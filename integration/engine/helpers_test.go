@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/ductus/ductus/adapters/sqlite"
 	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/host"
 )
 
@@ -139,16 +138,6 @@ func decodeAll[T any](t *testing.T, bodies [][]byte) []T {
 		}
 	}
 	return out
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // counterValue reads a Prometheus counter.

@@ -77,7 +77,7 @@ destinations:
 func TestHTTPInHTTPOutOrderedWithRouteFilterQuarantineDedupe(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api, copies := newReceiver(t), newReceiver(t)
-		listen := freePort(t)
+		listen := testutil.FreePort(t)
 		e := running(t, project(t, httpProject(t, listen, api.srv.URL, copies.srv.URL)), be)
 		url := "http://" + listen + "/orders"
 
@@ -166,7 +166,7 @@ func TestHTTPInHTTPOutOrderedWithRouteFilterQuarantineDedupe(t *testing.T) {
 func TestHTTPSourceRefusesBadInputAndDestinationDownThenUp(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api, copies := newReceiver(t), newReceiver(t)
-		listen := freePort(t)
+		listen := testutil.FreePort(t)
 		running(t, project(t, httpProject(t, listen, api.srv.URL, copies.srv.URL)), be)
 		url := "http://" + listen + "/orders"
 

@@ -110,7 +110,7 @@ func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer emr.Close()
-		listen := freePort(t)
+		listen := testutil.FreePort(t)
 		proj := project(t, adtProject(t, listen, emr.Addr()))
 		e := running(t, proj, be)
 
@@ -161,8 +161,8 @@ func TestMLLPInMLLPOutWithAEAndDuplicates(t *testing.T) {
 
 func TestMLLPReceiverDownThenUpAndRefusal(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
-		emrAddr := freePort(t) // nothing listens yet
-		listen := freePort(t)
+		emrAddr := testutil.FreePort(t) // nothing listens yet
+		listen := testutil.FreePort(t)
 		proj := project(t, adtProject(t, listen, emrAddr))
 		e := running(t, proj, be)
 

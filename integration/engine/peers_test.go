@@ -45,7 +45,7 @@ func TestNodeHL7ClientSendsToOurListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emr.Close()
-	listen := freePort(t)
+	listen := testutil.FreePort(t)
 	running(t, project(t, adtProject(t, listen, emr.Addr())), testBackend(t))
 
 	msgs, order := generated(t, 30, 6)
@@ -102,7 +102,7 @@ func TestOurMLLPDestinationSendsToNodeHL7Server(t *testing.T) {
 
 func sendToNodeHL7Server(t *testing.T, keepAlive bool) {
 	dir := nodePeers(t)
-	recvAddr := freePort(t)
+	recvAddr := testutil.FreePort(t)
 	_, port, _ := net.SplitHostPort(recvAddr)
 	outFile := filepath.Join(t.TempDir(), "received.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,7 +118,7 @@ func sendToNodeHL7Server(t *testing.T, keepAlive bool) {
 		t.Fatalf("node-hl7-server did not start: %q %v", line, err)
 	}
 
-	listen := freePort(t)
+	listen := testutil.FreePort(t)
 	files := adtProject(t, listen, recvAddr)
 	if !keepAlive {
 		files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ack_timeout: 2s", "ack_timeout: 2s\n    keep_alive: false", 1)

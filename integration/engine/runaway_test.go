@@ -56,7 +56,7 @@ func labelOf(m *dto.Metric, name string) string {
 func TestRunawaysQuarantineThenStopTheInterface(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		api := newScriptedAPI(t, func([]byte, int) int { return 200 })
-		listen := freePort(t)
+		listen := testutil.FreePort(t)
 		e := runningWith(t, project(t, map[string]string{
 			"ductus.yaml": "partitions: 4\nscript: { isolates: 1 }\napi: { listen: off }\n",
 			"interfaces/calc/interface.yaml": fmt.Sprintf(`
@@ -142,7 +142,7 @@ destinations:
 // message and sends it again later.
 func TestStoppedInterfaceAnswersAEOverMLLP(t *testing.T) {
 	emr := newEMRStandIn(t, func(string) string { return "AA" })
-	listen := freePort(t)
+	listen := testutil.FreePort(t)
 	files := adtProject(t, listen, emr.addr)
 	files["interfaces/adt/interface.yaml"] = strings.Replace(files["interfaces/adt/interface.yaml"], "ordering_key:", "timeout: 200ms\nordering_key:", 1)
 	// Both destinations' transforms run away on LOOP: a call that

@@ -1,15 +1,15 @@
 package files
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 // engine stands in for the integration engine's intake: it keeps what a
@@ -83,29 +83,11 @@ func (e *engine) snapshot() (records []string, batches []Batch, finished []strin
 	return append([]string(nil), e.records...), append([]Batch(nil), e.batches...), append([]string(nil), e.finished...)
 }
 
-// logBuffer collects log lines for the tests that check what is logged.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
-
 // newWatcher makes a watcher on dir with a short poll wired to e; change
 // adjusts the configuration first.
-func newWatcher(t *testing.T, dir string, e *engine, change func(*WatcherConfig)) (*Watcher, *logBuffer) {
+func newWatcher(t *testing.T, dir string, e *engine, change func(*WatcherConfig)) (*Watcher, *testutil.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testutil.SyncBuffer{}
 	cfg := WatcherConfig{
 		Dir: dir, Poll: 10 * time.Millisecond, RetryInitial: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond,
 		Logger:   slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

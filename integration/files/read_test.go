@@ -146,7 +146,7 @@ func TestBatching(t *testing.T) {
 			if !slices.Equal(sizes, tc.wantSizes) || len(recs) != tc.records {
 				t.Fatalf("batch sizes %v, want %v", sizes, tc.wantSizes)
 			}
-			if logs.count("file batch committed") != len(tc.wantSizes) || logs.count("file started") != 1 || logs.count("file finished") != 1 {
+			if logs.Count("file batch committed") != len(tc.wantSizes) || logs.Count("file started") != 1 || logs.Count("file finished") != 1 {
 				t.Fatal("the progress lines are not one per batch and one per file start and finish")
 			}
 		})
@@ -263,7 +263,7 @@ func TestResumeAfterAFailedCommit(t *testing.T) {
 				if resumed == nil {
 					t.Fatalf("no batch starts at the saved offset %d", saved.Offset)
 				}
-				if logs.count("changed") != 0 {
+				if logs.Count("changed") != 0 {
 					t.Fatal("the unchanged file was taken as changed")
 				}
 			})
@@ -298,7 +298,7 @@ func TestFileChangedBetweenRunsIsReadFromTheStart(t *testing.T) {
 	if want := append(oldRecs[:3:3], newRecs...); !slices.Equal(recs, want) {
 		t.Fatalf("records\n got %q\nwant %q", recs, want)
 	}
-	if logs.count("file changed since its progress was saved") != 1 {
+	if logs.Count("file changed since its progress was saved") != 1 {
 		t.Fatal("the change was not logged")
 	}
 }

@@ -219,7 +219,7 @@ func TestDoneSavedButNotMovedIsOnlyMoved(t *testing.T) {
 	if _, _, fin := e.snapshot(); !slices.Equal(fin, []string{"adt.hl7"}) {
 		t.Fatalf("finished %q", fin)
 	}
-	if logs.count("file already committed") != 1 {
+	if logs.Count("file already committed") != 1 {
 		t.Fatal("no log line says the file was only finished")
 	}
 }
@@ -274,7 +274,7 @@ func TestOversizedUnsplitFileIsLeftAndReportedOnce(t *testing.T) {
 	if !exists(t, big) {
 		t.Fatal("the oversized file was not left in place")
 	}
-	if n := logs.count("larger than the limit"); n != 1 {
+	if n := logs.Count("larger than the limit"); n != 1 {
 		t.Fatalf("the oversized file was reported %d times over 6 polls, want once", n)
 	}
 	last := batches[len(batches)-1]
@@ -331,7 +331,7 @@ func TestRunRetriesAndStopsWithTheContext(t *testing.T) {
 	if recs, _, _ := e.snapshot(); !slices.Equal(recs, []string{`{"a":1}`, `{"a":2}`}) {
 		t.Fatalf("records %q", recs)
 	}
-	if n := logs.count("file source failed"); n != 2 {
+	if n := logs.Count("file source failed"); n != 2 {
 		t.Fatalf("%d failures logged, want 2", n)
 	}
 	if err := w.Run(t.Context()); err == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 func newClient(t *testing.T, addr string, o ClientOptions) *Client {
@@ -171,7 +172,7 @@ func TestClientIdleClosedByPeer(t *testing.T) {
 	if _, err := c.Send(context.Background(), m[0].raw); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the server closed the idle connection", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the server closed the idle connection", func() bool {
 		st := r.srv.Stats().Snapshot()
 		return st.IdleTimeouts == 1 && st.ConnectionsOpen == 0
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 // big returns an HL7 message of at least n bytes with control ID id.
@@ -157,7 +158,7 @@ func TestIdleTimeout(t *testing.T) {
 		r := start(t, ackAA, ServerOptions{IdleTimeout: 150 * time.Millisecond})
 		p := dial(t, r.addr)
 		p.closed(5 * time.Second)
-		eventually(t, "the idle timeout counted", func() bool { return r.srv.Stats().IdleTimeouts.Load() == 1 })
+		testutil.Eventually(t, 10*time.Second, "the idle timeout counted", func() bool { return r.srv.Stats().IdleTimeouts.Load() == 1 })
 	})
 	t.Run("line ends between frames do not keep it open", func(t *testing.T) {
 		r := start(t, ackAA, ServerOptions{IdleTimeout: 300 * time.Millisecond})
@@ -213,7 +214,7 @@ func TestReadTimeout(t *testing.T) {
 	stalled := dial(t, r.addr)
 	stalled.write(append([]byte{0x0B}, m[0].raw[:30]...))
 	stalled.closed(5 * time.Second)
-	eventually(t, "the read timeout counted", func() bool { return r.srv.Stats().ReadTimeouts.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, "the read timeout counted", func() bool { return r.srv.Stats().ReadTimeouts.Load() == 1 })
 	// With no idle timeout, the connection that never began a frame stays.
 	idle.quiet(100 * time.Millisecond)
 	idle.write(frame(m[0].raw))
@@ -240,12 +241,12 @@ func TestShutdownDrains(t *testing.T) {
 	// begun: it gets no ACK.
 	busy.write(append(frame(m[0].raw), frame(m[1].raw)...))
 	<-entered
-	eventually(t, "both connections open", func() bool { return r.srv.Stats().ConnectionsOpen.Load() == 2 })
+	testutil.Eventually(t, 10*time.Second, "both connections open", func() bool { return r.srv.Stats().ConnectionsOpen.Load() == 2 })
 
 	shut := make(chan error, 1)
 	go func() { shut <- r.srv.Shutdown(context.Background()) }()
 	idle.closed(5 * time.Second)
-	eventually(t, "the listener closed", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the listener closed", func() bool {
 		c, err := net.DialTimeout("tcp", r.addr, time.Second)
 		if err == nil {
 			c.Close()

@@ -4,11 +4,25 @@
 package testutil
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
 )
+
+// contextTimeout bounds a test's context: generous, so a loaded machine
+// never trips it, and only there so a hung call ends the test with a
+// context error rather than at go test's -timeout.
+const contextTimeout = 2 * time.Minute
+
+// Context returns a context for t's calls, cancelled when t ends or when
+// contextTimeout passes.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), contextTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // Eventually polls cond every 10 ms until it holds, failing the test when
 // d passes first. It bounds a wait for something that must happen; it is

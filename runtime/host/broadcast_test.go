@@ -35,7 +35,7 @@ func TestBroadcastReadsWaitForSubscribers(t *testing.T) {
 		"add": actor.Message(func(c *actor.Context, s *tally, n int) (int, error) { s.N += n; return s.N, nil }),
 	}, Observables: map[string]func(*tally) any{"n": func(s *tally) any { return s.N }}})
 	h := startHost(t, be, reg, func(c *Config) { c.PollInterval = time.Hour })
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	r := actor.Ref{Type: "hosttest.obs", ID: "o"}
 	for i := 0; i < 5; i++ {
 		if _, err := h.Ask(ctx, r, "add", 1); err != nil {

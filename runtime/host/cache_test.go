@@ -25,7 +25,7 @@ func TestCacheCapacityEvictsLeastRecentlyUsed(t *testing.T) {
 		c.CacheCapacity = 2
 		c.LeaseTTL, c.RenewEvery, c.IdleTimeout = 3*time.Minute, time.Minute, time.Hour
 	})
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	ask := func(id string, idle int) {
 		t.Helper()
 		if _, err := h.Ask(ctx, tref(id), "add", 1); err != nil {
@@ -62,7 +62,7 @@ func TestIdleActivationKeepsItsLease(t *testing.T) {
 	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) {
 		c.LeaseTTL, c.RenewEvery, c.IdleTimeout = ttl, 200*time.Millisecond, time.Hour
 	})
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	r := tref("idle")
 	if _, err := h.Ask(ctx, r, "add", 1); err != nil {
 		t.Fatal(err)

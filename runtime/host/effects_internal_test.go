@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -62,17 +63,6 @@ func startFlusher(t *testing.T, h *Host) *flusher {
 	return fl
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestFlushRecordsAtMostFiftyPerTransaction(t *testing.T) {
 	rec := &finishRecorder{}
 	h := testHost(t, rec, nil)
@@ -86,7 +76,7 @@ func TestFlushRecordsAtMostFiftyPerTransaction(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { fl.run(ctx); close(done) }()
-	waitFor(t, "120 outcomes", func() bool { _, n, _ := rec.recorded(); return n == 120 })
+	testutil.Eventually(t, 10*time.Second, "120 outcomes", func() bool { _, n, _ := rec.recorded(); return n == 120 })
 	cancel()
 	<-done
 	batches, _, largest := rec.recorded()
@@ -109,7 +99,7 @@ func TestFailedOrderedEffectFlushesBeforeBackOff(t *testing.T) {
 	h.runEffects(context.Background(), run, fl, time.Now().Add(time.Hour))
 	// The flusher's timer is an hour away and 3 outcomes are far from the
 	// count: only the back-off trigger can have flushed them.
-	waitFor(t, "the failure and the released rest to be recorded", func() bool { _, n, _ := rec.recorded(); return n == 3 })
+	testutil.Eventually(t, 10*time.Second, "the failure and the released rest to be recorded", func() bool { _, n, _ := rec.recorded(); return n == 3 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	var got []store.EffectOutcome

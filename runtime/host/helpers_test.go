@@ -12,6 +12,7 @@ import (
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/adapters/sqlite"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -29,12 +30,6 @@ func openSQLite(t *testing.T) store.Backend {
 	return b
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // startHost starts a host over be; mod adjusts the config.
 func startHost(t *testing.T, be store.Backend, reg *actor.Registry, mod ...func(*Config)) *Host {
 	t.Helper()
@@ -50,7 +45,7 @@ func startHost(t *testing.T, be store.Backend, reg *actor.Registry, mod ...func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(testCtx(t)); err != nil {
+	if err := h.Start(testutil.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
@@ -127,7 +122,7 @@ func tref(id string) actor.Ref { return actor.Ref{Type: tallyType, ID: id} }
 
 func actorInfo(t *testing.T, be store.Backend, r actor.Ref) *store.ActorInfo {
 	t.Helper()
-	info, err := be.ActorGet(testCtx(t), r)
+	info, err := be.ActorGet(testutil.Context(t), r)
 	if err != nil {
 		t.Fatalf("actor %s: %v", r, err)
 	}
@@ -136,7 +131,7 @@ func actorInfo(t *testing.T, be store.Backend, r actor.Ref) *store.ActorInfo {
 
 func messageState(t *testing.T, be store.Backend, id actor.MessageID) store.MessageState {
 	t.Helper()
-	st, err := be.MessageStatus(testCtx(t), []int64{int64(id)})
+	st, err := be.MessageStatus(testutil.Context(t), []int64{int64(id)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestMetricsCounted(t *testing.T) {
 	be := openSQLite(t)
 	hk := &testHooks{failing: 1, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	h := startHost(t, be, tallyRegistry(hk))
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	for i := 0; i < 3; i++ {
 		if _, err := h.Ask(ctx, tref("m"), "add", 1); err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestMetricsCounted(t *testing.T) {
 func TestMetricsShareARegisterer(t *testing.T) {
 	be := openSQLite(t)
 	reg := prometheus.NewRegistry()
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	for i := 0; i < 2; i++ {
 		h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.Metrics = reg; c.NoWorkers = true })
 		if _, err := h.Tell(ctx, tref("shared"), "add", 1); err != nil {

@@ -20,7 +20,7 @@ func TestPassDurationYields(t *testing.T) {
 	be := openSQLite(t)
 	hk := &testHooks{work: 2 * time.Millisecond}
 	client := startHost(t, be, tallyRegistry(hk), func(c *Config) { c.NoWorkers = true })
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	const hot = 300
 	batch := make([]actor.Envelope, hot)
 	for i := range batch {
@@ -52,7 +52,7 @@ func TestShutdownTimeoutCancelsTurns(t *testing.T) {
 	be := openSQLite(t)
 	hk := &testHooks{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	h := startHost(t, be, tallyRegistry(hk), func(c *Config) { c.ShutdownTimeout = 100 * time.Millisecond })
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	r := tref("stuck")
 	id, err := h.Tell(ctx, r, "wait", nil)
 	if err != nil {
@@ -100,7 +100,7 @@ func TestBusyProcessClaimsStarvedActors(t *testing.T) {
 	be := openSQLite(t)
 	hk := &testHooks{work: time.Millisecond}
 	client := startHost(t, be, tallyRegistry(hk), func(c *Config) { c.NoWorkers = true })
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	startHost(t, be, tallyRegistry(hk), func(c *Config) {
 		c.Workers, c.BatchSize = 1, 4
 		c.PassMessages, c.PassDuration = 1<<20, time.Hour

@@ -15,7 +15,7 @@ import (
 // than the retention: a starting host deletes both and keeps its own.
 func TestProcessPruneOnStart(t *testing.T) {
 	be := openSQLite(t)
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	for _, id := range []string{"stopped", "silent"} {
 		if err := be.ProcessRegister(ctx, &store.ProcessInfo{ID: id, Kind: "test", Host: "gone", PID: 1, Version: "old"}); err != nil {
 			t.Fatal(err)
@@ -42,7 +42,7 @@ func TestIDBytesConfigurable(t *testing.T) {
 	be := openSQLite(t)
 	const limit = 8
 	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.Limits = actor.Limits{IDBytes: limit} })
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	atLimit, over := strings.Repeat("i", limit), strings.Repeat("i", limit+1)
 	overLimit := func(what string, err error) {
 		t.Helper()

@@ -41,7 +41,7 @@ func TestSignalNamingAHeldActorRunsIt(t *testing.T) {
 	raw := openSQLite(t)
 	be := &signalBackend{Backend: raw}
 	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.PollInterval = time.Hour })
-	ctx := testCtx(t)
+	ctx := testutil.Context(t)
 	r := tref("held")
 	if _, err := h.Ask(ctx, r, "add", 1); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 func init() {
 	scenario("TellAskInOrder", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		r := lref("a")
 		for i := 1; i <= 300; i++ {
 			if _, err := h.Tell(ctx, r, "add", addArgs{N: 1, Tag: int64(i)}); err != nil {
@@ -38,7 +38,7 @@ func init() {
 
 	scenario("ConcurrentTellsOneActor", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		const goroutines, each = 8, 50
 		var wg sync.WaitGroup
 		errs := make(chan error, goroutines)
@@ -73,7 +73,7 @@ func init() {
 		reg := func() *actor.Registry { return ledgerRegistry(&hooks{}) }
 		h1 := newHost(t, be, reg())
 		h2 := newHost(t, be, reg())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		const actors, each = 20, 30
 		var batch []actor.Envelope
 		for i := 1; i <= each; i++ {
@@ -102,7 +102,7 @@ func init() {
 
 	scenario("TellBatchAllOrNothing", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		_, err := h.TellBatch(ctx, []actor.Envelope{
 			{Ref: lref("b1"), Message: "add", Args: addArgs{N: 1}},
 			{Ref: lref("b2"), Message: "no_such_message"},
@@ -126,7 +126,7 @@ func init() {
 
 	scenario("IdempotencyKey", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		a, err := h.Tell(ctx, lref("i"), "add", addArgs{N: 5}, actor.WithIdempotencyKey("order-42"))
 		if err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func init() {
 
 	scenario("AvailableAtDelays", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		now, _ := be.Now(ctx)
 		id, err := h.Tell(ctx, lref("d"), "add", addArgs{N: 1}, actor.AvailableAt(now.Add(400*time.Millisecond)))
 		if err != nil {
@@ -161,7 +161,7 @@ func init() {
 	scenario("AskTimeoutLeavesMessageQueued", func(t *testing.T, be store.Backend) {
 		reg := ledgerRegistry(&hooks{})
 		client := newHost(t, be, reg, func(c *host.Config) { c.NoWorkers = true })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		_, err := client.Ask(ctx, lref("t"), "add", addArgs{N: 7}, actor.AskTimeout(100*time.Millisecond))
 		if !errors.Is(err, actor.ErrAskTimeout) {
 			t.Fatalf("err = %v, want ErrAskTimeout", err)
@@ -194,7 +194,7 @@ func init() {
 		reg := actor.NewRegistry()
 		reg.MustRegister(def)
 		h := newHost(t, be, reg, func(c *host.Config) { c.IdleTimeout = 100 * time.Millisecond; c.RenewEvery = 50 * time.Millisecond })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		r := actor.Ref{Type: "scenario.hooked", ID: "x"}
 		l, err := actor.AskAs[ledger](ctx, h, r, "get", nil)
 		if err != nil || l.Status != "activated" {
@@ -219,7 +219,7 @@ func init() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if err := h.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func init() {
 	scenario("FairnessHotActorYields", func(t *testing.T, be store.Backend) {
 		reg := ledgerRegistry(&hooks{})
 		client := newHost(t, be, reg, func(c *host.Config) { c.NoWorkers = true })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		var batch []actor.Envelope
 		for i := 0; i < 3000; i++ {
 			batch = append(batch, actor.Envelope{Ref: lref("hot"), Message: "add", Args: addArgs{N: 1}})
@@ -279,7 +279,7 @@ func init() {
 // storedLedger reads an actor's committed state from the store.
 func storedLedger(t *testing.T, be store.Backend, r actor.Ref) ledger {
 	t.Helper()
-	info, err := be.ActorGet(ctxT(t), r)
+	info, err := be.ActorGet(testutil.Context(t), r)
 	if errors.Is(err, actor.ErrNotFound) {
 		return ledger{}
 	}

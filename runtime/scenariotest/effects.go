@@ -117,7 +117,7 @@ func init() {
 	scenario("OrderedEffectsInOrderWithBlockingFailure", func(t *testing.T, be store.Backend) {
 		sk := newSink()
 		h := effectHost(t, be, sk)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i := 1; i <= 6; i++ {
 			fail := 0
 			if i == 3 {
@@ -153,7 +153,7 @@ func init() {
 	scenario("UnorderedEffectsDeadAndOperatorRetry", func(t *testing.T, be store.Backend) {
 		sk := newSink()
 		h := effectHost(t, be, sk)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i := 1; i <= 20; i++ {
 			if _, err := h.Tell(ctx, oref("u"), "emit_unordered", emitArgs{Key: "u", Seq: i, Fail: i % 3}); err != nil {
 				t.Fatal(err)
@@ -219,7 +219,7 @@ func init() {
 			c.Effects["patient"] = host.Effect{Handler: host.EffectFunc(patient), Ordered: true, MaxAttempts: 2,
 				Backoff: host.RetryPolicy{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 		})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i := 1; i <= 2; i++ {
 			if _, err := h.Tell(ctx, oref("p"), "emit_patient", emitArgs{Key: "p", Seq: i}); err != nil {
 				t.Fatal(err)
@@ -250,7 +250,7 @@ func init() {
 		// handler sees it as stale.
 		sk := newSink()
 		h := effectHost(t, be, sk, func(c *host.Config) { c.IdleTimeout = 30 * time.Millisecond; c.RenewEvery = 15 * time.Millisecond })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, oref("g"), "emit_later", emitArgs{Key: "g", Seq: 1}); err != nil {
 			t.Fatal(err)
 		}

@@ -94,7 +94,7 @@ func init() {
 		}
 		h1 := effectHost(t, be, newSink(), slow)
 		effectHost(t, be, newSink(), slow)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		const n = 20
 		for _, key := range []string{"la", "lb"} {
 			for i := 1; i <= n; i++ {
@@ -140,7 +140,7 @@ func init() {
 			c.Limits.MailboxMessages, c.SystemAllowance = 2, 1
 			c.Effects["gated"] = host.Effect{Handler: gated}
 		})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		r := oref("full")
 		for i := 1; i <= 3; i++ {
 			if _, err := h.Ask(ctx, r, "emit_gated", emitArgs{Key: "g", Seq: i}); err != nil {
@@ -184,7 +184,7 @@ func init() {
 		spy := &finishSpy{Backend: be, delay: 30 * time.Millisecond}
 		sk := newSink()
 		h := effectHost(t, spy, sk)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		const n = 300
 		var batch []actor.Envelope
 		for i := 1; i <= n; i++ {
@@ -219,7 +219,7 @@ func init() {
 		h := effectHost(t, spy, sk, func(c *host.Config) {
 			c.Effects["ordered"] = host.Effect{Handler: host.EffectFunc(sk.handler), Ordered: true}
 		})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Tell(ctx, oref("bo"), "emit", emitArgs{Key: "bo", Seq: 1, Fail: 2}); err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func init() {
 	scenario("DeadEffectDiscardedByOperator", func(t *testing.T, be store.Backend) {
 		sk := newSink()
 		h := effectHost(t, be, sk)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Tell(ctx, oref("dd"), "emit_unordered", emitArgs{Key: "dd", Seq: 1}); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ func init() {
 		hk := &hooks{}
 		hk.failTag(2, 2) // fails twice, succeeds on the third attempt
 		h := newHost(t, be, ledgerRegistry(hk))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i := 1; i <= 4; i++ {
 			if _, err := h.Tell(ctx, lref("r"), "add", addArgs{N: 1, Tag: int64(i)}); err != nil {
 				t.Fatal(err)
@@ -34,7 +34,7 @@ func init() {
 
 	scenario("PoisonDeadLettersAndUnblocks", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		_, err := h.Ask(ctx, lref("p"), "poison", nil)
 		var dl *actor.DeadLetterError
 		if !errors.As(err, &dl) || !errors.Is(err, actor.ErrDeadLetter) || !contains(dl.Reason, "poison pill") {
@@ -66,7 +66,7 @@ func init() {
 
 	scenario("PanicIsAFailure", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		_, err := h.Ask(ctxT(t), lref("x"), "panic", nil)
+		_, err := h.Ask(testutil.Context(t), lref("x"), "panic", nil)
 		if !errors.Is(err, actor.ErrDeadLetter) || !contains(err.Error(), "panicked on purpose") {
 			t.Fatalf("ask of a panicking handler: %v", err)
 		}
@@ -77,7 +77,7 @@ func init() {
 		// Also asked from a process that runs nothing, which knows the
 		// cause only from the stored dead letter.
 		remote := newHost(t, be, ledgerRegistry(&hooks{}), func(c *host.Config) { c.NoWorkers = true })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, lref("q"), "add", addArgs{N: 5}); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func init() {
 		hk := &hooks{}
 		hk.failTag(1, 1000) // a head that never succeeds within the test
 		h := newHost(t, be, ledgerRegistry(hk), func(c *host.Config) { c.Retry.MaxAttempts = 1000 })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Tell(ctx, lref("s"), "add", addArgs{N: 1}); err != nil {
 			t.Fatal(err)
 		}

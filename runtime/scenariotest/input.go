@@ -20,7 +20,7 @@ import (
 // rowCounts reads every runtime table's row count.
 func rowCounts(t *testing.T, be store.Backend) map[string]int64 {
 	t.Helper()
-	n, err := storetest.RowCounts(ctxT(t), be)
+	n, err := storetest.RowCounts(testutil.Context(t), be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func init() {
 			c.Limits = actor.Limits{ArgumentsBytes: 1024, Depth: 8, IDBytes: idLimit}
 			c.Policies = actor.Policies{Message: refusedBy("forbidden")}
 		})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		deep := json.RawMessage(strings.Repeat("[", 20) + strings.Repeat("]", 20))
 		ok := actor.Envelope{Ref: lref("batch-ok"), Message: "add", Args: addArgs{N: 1}}
 		cases := []struct {
@@ -143,7 +143,7 @@ func init() {
 		// Asked from a process that runs nothing: the cause comes back from
 		// the stored dead letter, not from the worker's memory.
 		client := newHost(t, be, reg(), limits, func(c *host.Config) { c.NoWorkers = true })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		r := actor.Ref{Type: "scenario.limits", ID: "x"}
 		if _, err := client.Ask(ctx, r, "grow", 3000); err != nil {
 			t.Fatalf("a state over the result limit but under the state limit: %v", err)
@@ -232,7 +232,7 @@ func authorizationScenario(t *testing.T, be store.Backend) {
 		c.Effects = map[string]host.Effect{"noop": {Handler: func(context.Context, host.EffectContext, json.RawMessage) (any, error) { return nil, nil }}}
 	})
 	client = h
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	anon, user, admin := ctx, actor.WithCaller(ctx, caller{"user"}), actor.WithCaller(ctx, caller{"admin"})
 	checks := []struct {
 		name string

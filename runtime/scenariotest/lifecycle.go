@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/host"
 	"github.com/ductus/ductus/runtime/store"
 )
@@ -24,7 +25,7 @@ func init() {
 		}}
 		h := newHost(t, be, ledgerRegistry(&hooks{}, inner))
 		client = h
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, lref("d"), "add", addArgs{N: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func init() {
 		reg1 := actor.NewRegistry()
 		reg1.MustRegister(old)
 		h1 := newHost(t, be, reg1)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for _, id := range []string{"w1", "w2"} {
 			if _, err := h1.Ask(ctx, actor.Ref{Type: "scenario.wallet", ID: id}, "add", 5); err != nil {
 				t.Fatal(err)
@@ -178,7 +179,7 @@ func init() {
 			Migrations: []actor.Migration{{From: 1, To: 2, Fn: actor.MigrateObject(func(m map[string]any) error { m["status"] = "migrated"; return nil })}},
 			OnActivate: func(c *actor.Context, s *ledger) error { s.N += 100; return nil },
 		}
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		old := actor.Ref{Type: "scenario.activated", ID: "old"}
 		reg1 := actor.NewRegistry()
 		reg1.MustRegister(v1)

@@ -38,7 +38,7 @@ func operatorHost(t *testing.T, be store.Backend, mod ...func(*host.Config)) *ho
 func init() {
 	scenario("DeadLetterInspectAndDiscard", func(t *testing.T, be store.Backend) {
 		h := operatorHost(t, be)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		id := deadLetterOf(t, h, ctx, lref("dl"), "poison")
 		d, err := h.DeadLetter(ctx, id)
 		if err != nil || d.Ref != lref("dl") || d.Name != "poison" || !contains(d.Error, "poison pill") || d.Attempts != 3 || d.DeadAt.IsZero() {
@@ -66,7 +66,7 @@ func init() {
 
 	scenario("DirectoryPendingWorkAndLease", func(t *testing.T, be store.Backend) {
 		h := operatorHost(t, be, func(c *host.Config) { c.IdleTimeout = time.Minute })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, lref("held"), "add", addArgs{N: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func init() {
 
 	scenario("QuietActorsHaveNoReminders", func(t *testing.T, be store.Backend) {
 		h := operatorHost(t, be, func(c *host.Config) { c.IdleTimeout = 20 * time.Millisecond; c.RenewEvery = 10 * time.Millisecond })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, aref("plain"), "cancel", "none"); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func init() {
 
 	scenario("PruneEffectsOutboxAndBroadcasts", func(t *testing.T, be store.Backend) {
 		h := operatorHost(t, be)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i := 1; i <= 3; i++ {
 			if _, err := h.Ask(ctx, oref("pr"), "emit_unordered", emitArgs{Key: "pr", Seq: i}); err != nil {
 				t.Fatal(err)
@@ -180,7 +180,7 @@ func operatorPolicyScenario(t *testing.T, be store.Backend) {
 		return errors.New("operators only")
 	}
 	h := operatorHost(t, be, func(c *host.Config) { c.Policies.Administration = pol })
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	admin, nobody, scoped := actor.WithCaller(ctx, "admin"), actor.WithCaller(ctx, "nobody"), actor.WithCaller(ctx, "ledger-operator")
 	ledgerDL := deadLetterOf(t, h, ctx, lref("pol"), "poison")
 	outboxDL := deadLetterOf(t, h, ctx, oref("pol"), "emit_unknown")

@@ -14,7 +14,7 @@ import (
 // dues reads the nominal times of an alarm's ticks.
 func dues(t *testing.T, h *host.Host, r actor.Ref) []time.Time {
 	t.Helper()
-	a, err := actor.AskAs[alarm](ctxT(t), h, r, "get", nil)
+	a, err := actor.AskAs[alarm](testutil.Context(t), h, r, "get", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func dues(t *testing.T, h *host.Host, r actor.Ref) []time.Time {
 
 func oneReminder(t *testing.T, h *host.Host, r actor.Ref) store.ReminderInfo {
 	t.Helper()
-	rs, err := h.Reminders(ctxT(t), r)
+	rs, err := h.Reminders(testutil.Context(t), r)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("%s: reminders %+v, %v; want one", r.ID, rs, err)
 	}
@@ -40,7 +40,7 @@ func init() {
 		// nominal time is Start + k*Every, however late the one before it
 		// was delivered.
 		h := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		const every, jit = 100 * time.Millisecond, 60 * time.Millisecond
 		start := time.Now().Add(150 * time.Millisecond).Truncate(time.Millisecond)
 		if _, err := h.Ask(ctx, aref("phase"), "schedule", scheduleArgs{Name: "tick", Every: every, Start: start, Jitter: jit}); err != nil {
@@ -74,7 +74,7 @@ func init() {
 			t.Skip("no time zone database:", err)
 		}
 		h := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		before := time.Now()
 		if _, err := h.Ask(ctx, aref("tz"), "schedule", scheduleArgs{Name: "tz", Cron: "30 9 * * *", TimeZone: "Asia/Kathmandu"}); err != nil {
 			t.Fatal(err)
@@ -87,7 +87,7 @@ func init() {
 
 	scenario("ReplaceReminderByName", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, aref("rep"), "schedule", scheduleArgs{Name: "r", Every: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func init() {
 		// delivers one missed occurrence; all replays them one per pass,
 		// unless more than CatchUpMax are missed, then it skips like latest.
 		h := newHost(t, be, alarmRegistry(), func(c *host.Config) { c.CatchUpMax = 8 })
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		const every = 100 * time.Millisecond
 		now := time.Now().Truncate(time.Millisecond)
 		cases := []struct {

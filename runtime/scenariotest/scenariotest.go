@@ -60,12 +60,6 @@ func sortedNames() []string {
 	return out
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // newHost starts a host with test-friendly timings; mod adjusts the config.
 func newHost(t *testing.T, be store.Backend, reg *actor.Registry, mod ...func(*host.Config)) *host.Host {
 	t.Helper()
@@ -81,7 +75,7 @@ func newHost(t *testing.T, be store.Backend, reg *actor.Registry, mod ...func(*h
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(ctxT(t)); err != nil {
+	if err := h.Start(testutil.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
@@ -181,7 +175,7 @@ func lref(id string) actor.Ref { return actor.Ref{Type: ledgerType, ID: id} }
 
 func getLedger(t *testing.T, c actor.Client, r actor.Ref) ledger {
 	t.Helper()
-	l, err := actor.AskAs[ledger](ctxT(t), c, r, "get", nil)
+	l, err := actor.AskAs[ledger](testutil.Context(t), c, r, "get", nil)
 	if err != nil {
 		t.Fatalf("ask get %s: %v", r, err)
 	}

@@ -92,7 +92,7 @@ func alarmRegistry() *actor.Registry {
 func init() {
 	scenario("RemindersEveryAtCancel", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if _, err := h.Ask(ctx, aref("r"), "every", 100); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func init() {
 	scenario("TwoSchedulersOneRowPerOccurrence", func(t *testing.T, be store.Backend) {
 		h1 := newHost(t, be, alarmRegistry())
 		h2 := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i := 0; i < 10; i++ {
 			if _, err := h1.Ask(ctx, aref(fmt.Sprintf("s%d", i)), "every", 50); err != nil {
 				t.Fatal(err)
@@ -176,7 +176,7 @@ func init() {
 
 	scenario("DestroyedActorNotRecreatedByReminderOrSend", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		// Each doomed actor has a reminder due every 5ms and a send to
 		// itself always in its outbox; the destroys race both.
 		var doomed []actor.Ref
@@ -246,7 +246,7 @@ func init() {
 	scenario("SendToExactlyOnceInOrder", func(t *testing.T, be store.Backend) {
 		h1 := newHost(t, be, alarmRegistry())
 		h2 := newHost(t, be, alarmRegistry())
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		var wg sync.WaitGroup
 		for i := 1; i <= 20; i++ {
 			if _, err := h1.Tell(ctx, aref("src"), "relay", map[string]any{"to": []string{"dst1", "dst2"}, "n": i}); err != nil {
@@ -277,7 +277,7 @@ func init() {
 
 	scenario("ObservablesBroadcastAfterCommit", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		var mu sync.Mutex
 		var got []string
 		cancel, err := h.Subscribe(ctx, lref("obs"), func(b host.Broadcast) {
@@ -318,7 +318,7 @@ func init() {
 
 	scenario("DirectoryAndRetention", func(t *testing.T, be store.Backend) {
 		h := newHost(t, be, ledgerRegistry(&hooks{}))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		for i, st := range []string{"submitted", "draft", "submitted"} {
 			if _, err := h.Ask(ctx, lref(fmt.Sprintf("dir%d", i)), "set_status", st); err != nil {
 				t.Fatal(err)

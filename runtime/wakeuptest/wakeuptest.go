@@ -9,14 +9,13 @@ package wakeuptest
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/host"
 	"github.com/ductus/ductus/runtime/store"
 )
@@ -50,7 +49,7 @@ func Run(t *testing.T, db Database) {
 // idle) is asked from process A, which has free workers of its own. A
 // cannot claim it, so A must wake B; B's answer must wake A's waiter.
 func askBetweenWorkers(t *testing.T, open func(t *testing.T) store.Backend) {
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	b := newHost(t, open(t), false)
 	r := actor.Ref{Type: counterType, ID: "asked"}
 	if n, err := actor.AskAs[int](ctx, b, r, "add", 1); err != nil || n != 1 {
@@ -70,7 +69,7 @@ func askBetweenWorkers(t *testing.T, open func(t *testing.T) store.Backend) {
 // tellBetweenWorkerProcesses: the same with Tells, whose only wake-up is
 // the debounced notifier's.
 func tellBetweenWorkers(t *testing.T, open func(t *testing.T) store.Backend) {
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	b := newHost(t, open(t), false)
 	r := actor.Ref{Type: counterType, ID: "told"}
 	if _, err := actor.AskAs[int](ctx, b, r, "add", 1); err != nil {
@@ -83,14 +82,14 @@ func tellBetweenWorkers(t *testing.T, open func(t *testing.T) store.Backend) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "B to run the Tells from A", func() bool { return count(t, b, r) == 4 })
+	testutil.Eventually(t, wait, "B to run the Tells from A", func() bool { return count(t, b, r) == 4 })
 	ownedBy(t, b, r, b.ID())
 }
 
 // tellTxSignalsAfterCommit: TellTx inside a caller's transaction wakes no
 // other process before the caller commits; Notify after the commit does.
 func tellTxSignalsAfterCommit(t *testing.T, open func(t *testing.T) store.Backend) {
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	a := newHost(t, open(t), true) // no workers: only others can run it
 	other := open(t)
 	ch := listen(t, other)
@@ -114,7 +113,7 @@ func tellTxSignalsAfterCommit(t *testing.T, open func(t *testing.T) store.Backen
 	quiet(t, ch, "after the commit, before Notify")
 	a.Notify(pks)
 	waitFor(t, ch, "work after Notify", func(s store.Signal) bool { return s.Work })
-	eventually(t, "a worker process to run the committed message", func() bool { return count(t, b, r) == 1 })
+	testutil.Eventually(t, wait, "a worker process to run the committed message", func() bool { return count(t, b, r) == 1 })
 }
 
 // notifierDebounced: a burst of Tells from a process without workers
@@ -122,7 +121,7 @@ func tellTxSignalsAfterCommit(t *testing.T, open func(t *testing.T) store.Backen
 // on a Tell's path, and they wake a worker process that polls only every
 // ten minutes.
 func notifierDebounced(t *testing.T, open func(t *testing.T) store.Backend) {
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	be := open(t)
 	n, ok := be.(store.Notifier)
 	if !ok {
@@ -155,7 +154,7 @@ func notifierDebounced(t *testing.T, open func(t *testing.T) store.Backend) {
 		t.Fatal(err)
 	}
 	close(gate.release)
-	eventually(t, "the worker process to run every Tell", func() bool {
+	testutil.Eventually(t, wait, "the worker process to run every Tell", func() bool {
 		total := 0
 		for i := 0; i < senders; i++ {
 			total += count(t, b, actor.Ref{Type: counterType, ID: string(rune('a' + i))})
@@ -170,7 +169,7 @@ func notifierDebounced(t *testing.T, open func(t *testing.T) store.Backend) {
 // notifierAcrossPools: Notify's work and done signals reach a listener on
 // another pool.
 func notifierAcrossPools(t *testing.T, open func(t *testing.T) store.Backend) {
-	ctx := ctxT(t)
+	ctx := testutil.Context(t)
 	sender, other := open(t), open(t)
 	ch := listen(t, other)
 	syncListener(t, other, ch)
@@ -235,7 +234,7 @@ func registry() *actor.Registry {
 func newHost(t *testing.T, be store.Backend, noWorkers bool) *host.Host {
 	t.Helper()
 	cfg := host.Config{Backend: be, Registry: registry(), Workers: 2, NoWorkers: noWorkers,
-		PollInterval: poll, IdleTimeout: poll, AskTimeout: wait, Logger: logger()}
+		PollInterval: poll, IdleTimeout: poll, AskTimeout: wait, Logger: testutil.Logger()}
 	if noWorkers {
 		cfg.Workers = 0
 	}
@@ -243,30 +242,17 @@ func newHost(t *testing.T, be store.Backend, noWorkers bool) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(ctxT(t)); err != nil {
+	if err := h.Start(testutil.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
 	return h
 }
 
-func logger() *slog.Logger {
-	if os.Getenv("DUCTUS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // count reads an actor's committed counter (0 when it does not exist).
 func count(t *testing.T, h *host.Host, r actor.Ref) int {
 	t.Helper()
-	info, err := h.Backend().ActorGet(ctxT(t), r)
+	info, err := h.Backend().ActorGet(testutil.Context(t), r)
 	if err != nil || info.State == nil {
 		return 0
 	}
@@ -279,23 +265,12 @@ func count(t *testing.T, h *host.Host, r actor.Ref) int {
 
 func ownedBy(t *testing.T, h *host.Host, r actor.Ref, owner string) {
 	t.Helper()
-	info, err := h.Backend().ActorGet(ctxT(t), r)
+	info, err := h.Backend().ActorGet(testutil.Context(t), r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.LeaseOwner != owner {
 		t.Fatalf("%s is leased by %q, want %q", r, info.LeaseOwner, owner)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no wake-up: waited %s (the poll interval is %s) for %s", wait, poll, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -332,7 +307,7 @@ func syncListener(t *testing.T, be store.Backend, ch <-chan store.Signal) {
 		if time.Now().After(deadline) {
 			t.Fatal("the listener never heard a probe")
 		}
-		if err := n.Notify(ctxT(t), store.Signal{Work: true}); err != nil {
+		if err := n.Notify(testutil.Context(t), store.Signal{Work: true}); err != nil {
 			t.Fatal(err)
 		}
 		select {

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/tools/send"
 	"github.com/ductus/ductus/integration/tools/sink"
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 func startSink(t *testing.T, o sink.Options) *sink.Sink {
@@ -31,7 +31,7 @@ func startSink(t *testing.T, o sink.Options) *sink.Sink {
 // run is send.Run with captured output.
 func run(t *testing.T, o send.CLIOptions) (stdout, stderr string, err error) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	err = send.Run(context.Background(), o, &out, &errOut)
 	return out.String(), errOut.String(), err
 }
@@ -268,7 +268,7 @@ func TestSendProgress(t *testing.T) {
 
 func TestSendMain(t *testing.T) {
 	s := startSink(t, sink.Options{})
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	if err := send.Main(context.Background(), []string{"-addr", s.Addr(), "-count", "5", "-types", "ORU^R01", "-prefix", "MAIN", "-progress", "0"}, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
@@ -295,21 +295,4 @@ func TestSendMain(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/mllpnet"
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 func start(t *testing.T, o Options) *Sink {
@@ -169,7 +169,7 @@ func TestSinkOutFile(t *testing.T) {
 }
 
 func TestSinkPrint(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	s := start(t, Options{Print: true, Stdout: &buf})
 	m := generated(t, 2, false)
 	sendAll(t, s.Addr(), m)
@@ -222,7 +222,7 @@ func TestSinkOptions(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -255,22 +255,4 @@ func TestRun(t *testing.T) {
 	if err := Main(context.Background(), []string{"extra"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
 		t.Errorf("extra argument: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the sink's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

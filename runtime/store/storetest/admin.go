@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -19,7 +20,7 @@ func deadLetter(t *testing.T, b store.Backend, r actor.Ref) int64 {
 	msgs := take(t, b, owner, l, 1)
 	commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef,
 		Failed: &store.Failure{MessageID: msgs[0].ID, Attempt: 1, Error: "poison", Dead: true}})
-	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+	if err := b.LeaseRelease(testutil.Context(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
 		t.Fatal(err)
 	}
 	return msgs[0].ID
@@ -29,7 +30,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 	"DeadLetterRetryToTail": func(t *testing.T, b store.Backend) {
 		id := deadLetter(t, b, ref("x"))
 		enqueueN(t, b, ref("x"), 1) // seq 2 runs before the retried copy
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		d, err := b.DeadLetterGet(ctx, id)
 		if err != nil || d.Error != "poison" || d.Ref != ref("x") || d.Name != "inc" {
 			t.Fatalf("dead letter = %+v, %v", d, err)
@@ -59,7 +60,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 			ids = append(ids, deadLetter(t, b, ref(fmt.Sprintf("d%d", i))))
 		}
 		deadLetter(t, b, actor.Ref{Type: typeB, ID: "other-type"})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		page, err := b.DeadLetterList(ctx, &store.DeadLetterListParams{Type: typeA, Limit: 3})
 		if err != nil || len(page) != 3 || page[0].MessageID != ids[0] {
 			t.Fatalf("first page = %+v, %v", page, err)
@@ -80,7 +81,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 	},
 	"SkipHead": func(t *testing.T, b store.Backend) {
 		res := enqueueN(t, b, ref("x"), 2)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		id, err := b.ActorSkipHead(ctx, ref("x"), "stuck")
 		if err != nil || id != res[0].MessageID {
 			t.Fatalf("skip = %d, %v", id, err)
@@ -111,7 +112,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 			commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, State: []byte(st), StateVersion: 1, Completed: completeAll(msgs)})
 		}
 		enqueueN(t, b, ref("o3"), 1) // pending work, no state
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		cases := []struct {
 			name   string
 			filter *store.StateFilter
@@ -151,7 +152,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 	},
 	"TableCount": func(t *testing.T, b store.Backend) {
 		enqueueN(t, b, ref("x"), 3)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if n, err := b.TableCount(ctx, "ductus_messages"); err != nil || n != 3 {
 			t.Fatalf("ductus_messages = %d, %v", n, err)
 		}
@@ -162,7 +163,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 		}
 	},
 	"OrphanedAgainstOwnerTable": func(t *testing.T, b store.Backend) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		// The process registry is the owner table: its id column holds
 		// "alive" and nothing else, as an application's own table would
 		// hold its live owners.
@@ -185,7 +186,7 @@ var adminTests = map[string]func(*testing.T, store.Backend){
 		l := claimOne(t, b, owner, ref("x"))
 		msgs := take(t, b, owner, l, 2)
 		commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs)})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if r, err := b.Prune(ctx, &store.PruneParams{Keep: time.Hour, Limit: 10}); err != nil || r.Total() != 0 {
 			t.Fatalf("pruned recent history: %+v, %v", r, err)
 		}

@@ -25,7 +25,7 @@ func stageEffects(t *testing.T, b store.Backend, r actor.Ref, effects ...store.N
 		}
 	}
 	commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs), Effects: effects})
-	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+	if err := b.LeaseRelease(testutil.Context(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -37,7 +37,7 @@ func uuid() string { effectSeq++; return fmt.Sprintf("uuid-%d-%d", time.Now().Un
 
 func claimEffects(t *testing.T, b store.Backend, owner string, run int) []store.Effect {
 	t.Helper()
-	fx, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 50, Names: []string{"fx", "other"}, OrderedRun: run})
+	fx, err := b.EffectClaim(testutil.Context(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 50, Names: []string{"fx", "other"}, OrderedRun: run})
 	if err != nil {
 		t.Fatalf("claim effects: %v", err)
 	}
@@ -46,7 +46,7 @@ func claimEffects(t *testing.T, b store.Backend, owner string, run int) []store.
 
 func finish(t *testing.T, b store.Backend, owner string, outcomes ...store.EffectOutcome) {
 	t.Helper()
-	if err := b.EffectFinish(ctxT(t), &store.EffectFinishParams{Owner: owner, Outcomes: outcomes}); err != nil {
+	if err := b.EffectFinish(testutil.Context(t), &store.EffectFinishParams{Owner: owner, Outcomes: outcomes}); err != nil {
 		t.Fatalf("finish effects: %v", err)
 	}
 }
@@ -56,7 +56,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx"}, store.NewEffect{UUID: uuid(), Name: "other"})
 		stageEffects(t, b, ref("y"), store.NewEffect{UUID: uuid(), Name: "fx"})
 		enqueueN(t, b, ref("z"), 1) // a message that staged nothing
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		all, err := b.EffectList(ctx, &store.EffectListParams{State: store.EffectPending, Limit: 10})
 		if err != nil || len(all) != 3 {
 			t.Fatalf("effects = %+v, %v", all, err)
@@ -92,7 +92,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		finish(t, b, owner, store.EffectOutcome{ID: e.ID, Attempt: e.Attempt + 1, Success: true})
 		finish(t, b, owner, store.EffectOutcome{ID: e.ID, Attempt: e.Attempt, Success: true, Result: []byte(`"ok"`)},
 			store.EffectOutcome{ID: fx[1].ID, Attempt: 1, Error: "down", RetryAfter: 200 * time.Millisecond})
-		got, err := b.EffectGet(ctxT(t), e.ID)
+		got, err := b.EffectGet(testutil.Context(t), e.ID)
 		if err != nil || got.State != store.EffectDone || string(got.Result) != `"ok"` {
 			t.Fatalf("effect after success = %+v, %v", got, err)
 		}
@@ -102,11 +102,11 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("retry = %+v", retried[0])
 		}
 		finish(t, b, owner, store.EffectOutcome{ID: retried[0].ID, Attempt: 2, Error: "gave up", Dead: true})
-		dead, err := b.EffectList(ctxT(t), &store.EffectListParams{State: store.EffectDead})
+		dead, err := b.EffectList(testutil.Context(t), &store.EffectListParams{State: store.EffectDead})
 		if err != nil || len(dead) != 1 || dead[0].Error != "gave up" {
 			t.Fatalf("dead effects = %+v, %v", dead, err)
 		}
-		if ok, err := b.EffectRetry(ctxT(t), dead[0].ID); !ok || err != nil {
+		if ok, err := b.EffectRetry(testutil.Context(t), dead[0].ID); !ok || err != nil {
 			t.Fatalf("operator retry = %v, %v", ok, err)
 		}
 		if again := claimEffects(t, b, owner, 1); len(again) != 1 || again[0].Attempt != 1 {
@@ -115,7 +115,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 	},
 	"ExpiredClaimIsReclaimed": func(t *testing.T, b store.Backend) {
 		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "fx"})
-		fx, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: "dead-worker", TTL: 150 * time.Millisecond, Limit: 10, Names: []string{"fx"}})
+		fx, err := b.EffectClaim(testutil.Context(t), &store.EffectClaimParams{Owner: "dead-worker", TTL: 150 * time.Millisecond, Limit: 10, Names: []string{"fx"}})
 		if err != nil || len(fx) != 1 {
 			t.Fatal(fx, err)
 		}
@@ -127,7 +127,7 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		}
 		// The dead worker's late outcome is refused.
 		finish(t, b, "dead-worker", store.EffectOutcome{ID: fx[0].ID, Attempt: 1, Success: true})
-		if e, _ := b.EffectGet(ctxT(t), fx[0].ID); e.State != store.EffectPending {
+		if e, _ := b.EffectGet(testutil.Context(t), fx[0].ID); e.State != store.EffectPending {
 			t.Fatalf("a stale claim recorded its outcome: %s", e.State)
 		}
 	},
@@ -186,12 +186,12 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		// After destroy an outcome never recreates the actor.
 		stageEffects(t, b, ref("z"), store.NewEffect{UUID: uuid(), Name: "fx"})
 		fz := claimEffects(t, b, owner, 1)
-		if _, err := b.ActorDestroy(ctxT(t), ref("z")); err != nil {
+		if _, err := b.ActorDestroy(testutil.Context(t), ref("z")); err != nil {
 			t.Fatal(err)
 		}
 		outZ := store.NewMessage{Ref: ref("z"), Name: "done", Args: []byte(`{}`), MustExist: true}
 		finish(t, b, owner, store.EffectOutcome{ID: fz[0].ID, Attempt: 1, Success: true, Outcome: &outZ})
-		if a, err := b.ActorGet(ctxT(t), ref("z")); err == nil {
+		if a, err := b.ActorGet(testutil.Context(t), ref("z")); err == nil {
 			t.Fatalf("an outcome recreated a destroyed actor: %+v", a)
 		}
 	},
@@ -201,12 +201,12 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		stageEffects(t, b, ref("x"), store.NewEffect{UUID: uuid(), Name: "elsewhere", Ordered: true})
 		stageEffects(t, b, ref("y"), store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true})
 		owner := newOwner()
-		fx, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 1, Names: []string{"fx"}, OrderedRun: 4})
+		fx, err := b.EffectClaim(testutil.Context(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 1, Names: []string{"fx"}, OrderedRun: 4})
 		if err != nil || len(fx) != 1 || fx[0].Ref != ref("y") {
 			t.Fatalf("claim with limit 1 = %+v, %v; want y's effect (x's head has no handler here)", fx, err)
 		}
 		// A process with the handler takes x's lane at once.
-		other, err := b.EffectClaim(ctxT(t), &store.EffectClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Names: []string{"elsewhere"}, OrderedRun: 4})
+		other, err := b.EffectClaim(testutil.Context(t), &store.EffectClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Names: []string{"elsewhere"}, OrderedRun: 4})
 		if err != nil || len(other) != 1 || other[0].Ref != ref("x") {
 			t.Fatalf("claim by the process with the handler = %+v, %v", other, err)
 		}
@@ -222,12 +222,12 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("claimed %+v", fx)
 		}
 		out := store.NewMessage{Ref: ref("x"), Name: "failed", Args: []byte(`{}`), MustExist: true, System: true}
-		err := b.EffectFinish(ctxT(t), &store.EffectFinishParams{Owner: owner, MailboxCap: 2, SystemAllowance: 0,
+		err := b.EffectFinish(testutil.Context(t), &store.EffectFinishParams{Owner: owner, MailboxCap: 2, SystemAllowance: 0,
 			Outcomes: []store.EffectOutcome{{ID: fx[0].ID, Attempt: 1, Error: "gave up", Dead: true, Outcome: &out}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, _ := b.EffectGet(ctxT(t), fx[0].ID); e.State != store.EffectDead {
+		if e, _ := b.EffectGet(testutil.Context(t), fx[0].ID); e.State != store.EffectDead {
 			t.Fatalf("effect state %s, want dead", e.State)
 		}
 		if a := actorInfo(t, b, ref("x")); a.Unfinished != 3 {
@@ -242,16 +242,16 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("claimed %+v", fx)
 		}
 		finish(t, b, owner, store.EffectOutcome{ID: fx[0].ID, Attempt: 1, Error: "no", Dead: true})
-		if ok, err := b.EffectDiscard(ctxT(t), fx[1].ID); ok || err != nil {
+		if ok, err := b.EffectDiscard(testutil.Context(t), fx[1].ID); ok || err != nil {
 			t.Fatalf("discarding a pending effect = %v, %v", ok, err)
 		}
-		if ok, err := b.EffectDiscard(ctxT(t), fx[0].ID); !ok || err != nil {
+		if ok, err := b.EffectDiscard(testutil.Context(t), fx[0].ID); !ok || err != nil {
 			t.Fatalf("discarding the dead effect = %v, %v", ok, err)
 		}
-		if _, err := b.EffectGet(ctxT(t), fx[0].ID); !errors.Is(err, actor.ErrNotFound) {
+		if _, err := b.EffectGet(testutil.Context(t), fx[0].ID); !errors.Is(err, actor.ErrNotFound) {
 			t.Fatalf("the discarded effect: %v", err)
 		}
-		if ok, _ := b.EffectDiscard(ctxT(t), fx[0].ID); ok {
+		if ok, _ := b.EffectDiscard(testutil.Context(t), fx[0].ID); ok {
 			t.Fatal("discarded twice")
 		}
 	},

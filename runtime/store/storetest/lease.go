@@ -66,7 +66,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		enqueueN(t, b, ref("x"), 1)
 		claimWaited := func(wait time.Duration, pks []int64) []store.Lease {
 			t.Helper()
-			ls, err := b.LeaseClaim(ctxT(t), &store.LeaseClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Types: allTypes, PKs: pks, MinWait: wait})
+			ls, err := b.LeaseClaim(testutil.Context(t), &store.LeaseClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Types: allTypes, PKs: pks, MinWait: wait})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +87,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 	"ClaimByPK": func(t *testing.T, b store.Backend) {
 		enqueueN(t, b, ref("a"), 1)
 		res := enqueueN(t, b, ref("b"), 1)
-		ls, err := b.LeaseClaim(ctxT(t), &store.LeaseClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Types: allTypes, PKs: []int64{res[0].ActorPK}})
+		ls, err := b.LeaseClaim(testutil.Context(t), &store.LeaseClaimParams{Owner: newOwner(), TTL: time.Minute, Limit: 10, Types: allTypes, PKs: []int64{res[0].ActorPK}})
 		if err != nil || len(ls) != 1 || ls[0].Ref != ref("b") {
 			t.Fatalf("targeted claim = %v, %v", ls, err)
 		}
@@ -112,7 +112,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		enqueueN(t, b, ref("x"), 1)
 		owner := newOwner()
 		l := claimOne(t, b, owner, ref("x"))
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		renewed, err := b.LeaseRenew(ctx, &store.LeaseRenewParams{Owner: owner, TTL: time.Hour, Leases: []store.LeaseRef{l.LeaseRef}})
 		if err != nil || len(renewed) != 1 {
 			t.Fatalf("renew = %v, %v", renewed, err)
@@ -162,7 +162,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		msgs := take(t, b, owner, l, 1)
 		commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs)})
 		time.Sleep(5 * time.Millisecond)
-		if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}, Yield: true}); err != nil {
+		if err := b.LeaseRelease(testutil.Context(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}, Yield: true}); err != nil {
 			t.Fatal(err)
 		}
 		if next := claim(t, b, owner, time.Minute, 1); len(next) != 1 || next[0].Ref != ref("waiting") {
@@ -174,7 +174,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		owner := newOwner()
 		l := claimOne(t, b, owner, ref("x"))
 		runAll(t, b, owner, l)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if due, err := b.LeaseOwnedDue(ctx, owner); err != nil || len(due) != 0 {
 			t.Fatalf("owned due with nothing waiting = %v, %v", due, err)
 		}
@@ -186,7 +186,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 	},
 	"PausedIsNotClaimed": func(t *testing.T, b store.Backend) {
 		enqueueN(t, b, ref("x"), 1)
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		if ok, err := b.ActorPause(ctx, ref("x"), true); !ok || err != nil {
 			t.Fatalf("pause = %v, %v", ok, err)
 		}
@@ -219,7 +219,7 @@ var leaseTests = map[string]func(*testing.T, store.Backend){
 		l := claimOne(t, b, owner, ref("x"))
 		stale := l.LeaseRef
 		stale.Generation--
-		_, err := b.MessageTake(ctxT(t), &store.MessageTakeParams{Owner: owner, Lease: stale, Limit: 10})
+		_, err := b.MessageTake(testutil.Context(t), &store.MessageTakeParams{Owner: owner, Lease: stale, Limit: 10})
 		if !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("take with a stale generation: %v, want ErrLostActivation", err)
 		}

@@ -43,9 +43,9 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 				defer wg.Done()
 				for i := 0; i < each; i++ {
 					var res []store.EnqueueResult
-					err := store.Retry(ctxT(t), 0, func() error {
+					err := store.Retry(testutil.Context(t), 0, func() error {
 						var err error
-						res, err = b.MailboxEnqueue(ctxT(t), nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{msg(ref("hot"), "m", i)}})
+						res, err = b.MailboxEnqueue(testutil.Context(t), nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{msg(ref("hot"), "m", i)}})
 						return err
 					})
 					if err != nil {
@@ -96,7 +96,7 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 		}
 	},
 	"MailboxCap": func(t *testing.T, b store.Backend) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		p := &store.MailboxEnqueueParams{MailboxCap: 3, Messages: []store.NewMessage{msg(ref("x"), "m", 1), msg(ref("x"), "m", 2)}}
 		if _, err := b.MailboxEnqueue(ctx, nil, p); err != nil {
 			t.Fatal(err)
@@ -136,12 +136,12 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 		if !res[0].Dropped || res[0].MessageID != 0 {
 			t.Fatalf("result = %+v, want dropped", res[0])
 		}
-		if _, err := b.ActorGet(ctxT(t), ref("ghost")); !errors.Is(err, actor.ErrNotFound) {
+		if _, err := b.ActorGet(testutil.Context(t), ref("ghost")); !errors.Is(err, actor.ErrNotFound) {
 			t.Fatalf("MustExist created the actor: %v", err)
 		}
 	},
 	"AvailableAtDelaysClaim": func(t *testing.T, b store.Backend) {
-		now, err := b.Now(ctxT(t))
+		now, err := b.Now(testutil.Context(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 		// SQLite's failure came within 50 cancelled writes; a server
 		// backend reconnects after each one, so the loop stops at 150.
 		const n = 1000
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		cancelled, i := 0, 0
 		for ; i < n && cancelled < 150; i++ {
 			cctx, cancel := context.WithCancel(ctx)
@@ -200,7 +200,7 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 		t.Logf("%d of %d writes cancelled, each followed by one that succeeded", cancelled, i)
 	},
 	"CallerTransaction": func(t *testing.T, b store.Backend) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		tx, err := b.Begin(ctx, store.TxOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +233,7 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 		if st := status(t, b, 987654321); st.State != store.MessageMissing {
 			t.Fatalf("state %s, want missing", st.State)
 		}
-		if _, err := b.MessageGet(ctxT(t), 987654321); !errors.Is(err, actor.ErrNotFound) {
+		if _, err := b.MessageGet(testutil.Context(t), 987654321); !errors.Is(err, actor.ErrNotFound) {
 			t.Fatalf("MessageGet err = %v, want ErrNotFound", err)
 		}
 	},
@@ -251,7 +251,7 @@ var mailboxTests = map[string]func(*testing.T, store.Backend){
 				t.Fatalf("message %d of %s has seq %d, want %d (batch order is sequence order)", i, id, r.Seq, perActor[id])
 			}
 		}
-		m, err := b.MessageGet(ctxT(t), res[151].MessageID)
+		m, err := b.MessageGet(testutil.Context(t), res[151].MessageID)
 		if err != nil || m.Ref.ID != "a001" || m.Seq != 2 || string(m.Args) != "151" {
 			t.Fatalf("MessageGet = %+v, %v", m, err)
 		}

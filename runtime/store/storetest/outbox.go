@@ -17,14 +17,14 @@ func stageSends(t *testing.T, b store.Backend, from actor.Ref, sends ...store.Ne
 	l := claimOne(t, b, owner, from)
 	msgs := take(t, b, owner, l, 1)
 	commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs), Sends: sends})
-	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+	if err := b.LeaseRelease(testutil.Context(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func claimSends(t *testing.T, b store.Backend, owner string) []store.OutboxRow {
 	t.Helper()
-	rows, err := b.OutboxClaim(ctxT(t), &store.OutboxClaimParams{Owner: owner, TTL: time.Minute, Limit: 100})
+	rows, err := b.OutboxClaim(testutil.Context(t), &store.OutboxClaimParams{Owner: owner, TTL: time.Minute, Limit: 100})
 	if err != nil {
 		t.Fatalf("claim sends: %v", err)
 	}
@@ -44,7 +44,7 @@ var outboxTests = map[string]func(*testing.T, store.Backend){
 		if again := claimSends(t, b, newOwner()); len(again) != 0 {
 			t.Fatal("a claimed source's sends were claimed again")
 		}
-		res, err := b.OutboxDeliver(ctxT(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows})
+		res, err := b.OutboxDeliver(testutil.Context(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows})
 		if err != nil || len(res) != 3 || res[0].MessageID == 0 {
 			t.Fatalf("deliver = %+v, %v", res, err)
 		}
@@ -53,7 +53,7 @@ var outboxTests = map[string]func(*testing.T, store.Backend){
 		}
 		// Delivering the same rows again (a worker that did not see its
 		// commit) enqueues nothing new.
-		if res2, err := b.OutboxDeliver(ctxT(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows}); err != nil || !res2[0].Gone {
+		if res2, err := b.OutboxDeliver(testutil.Context(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows}); err != nil || !res2[0].Gone {
 			t.Fatalf("redeliver = %+v, %v", res2, err)
 		}
 		l := claimOne(t, b, owner, target)
@@ -71,16 +71,16 @@ var outboxTests = map[string]func(*testing.T, store.Backend){
 		stageSends(t, b, ref("src"), store.NewSend{To: target, Message: "m", Args: []byte(`1`)}, store.NewSend{To: ref("free"), Message: "m", Args: []byte(`2`)})
 		owner := newOwner()
 		rows := claimSends(t, b, owner)
-		res, err := b.OutboxDeliver(ctxT(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows, MailboxCap: 1, RetryAfter: 200 * time.Millisecond})
+		res, err := b.OutboxDeliver(testutil.Context(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows, MailboxCap: 1, RetryAfter: 200 * time.Millisecond})
 		if err != nil || !res[0].Retry || !res[1].Retry {
 			t.Fatalf("deliver into a full mailbox = %+v, %v (the later row must wait too)", res, err)
 		}
-		if _, err := b.ActorGet(ctxT(t), ref("free")); !errors.Is(err, actor.ErrNotFound) {
+		if _, err := b.ActorGet(testutil.Context(t), ref("free")); !errors.Is(err, actor.ErrNotFound) {
 			t.Fatal("a later send overtook a blocked one")
 		}
 		var again []store.OutboxRow
 		testutil.Eventually(t, 5*time.Second, "the retry", func() bool { again = claimSends(t, b, owner); return len(again) == 2 })
-		if res, err := b.OutboxDeliver(ctxT(t), &store.OutboxDeliverParams{Owner: owner, Rows: again}); err != nil || res[0].MessageID == 0 || res[1].MessageID == 0 {
+		if res, err := b.OutboxDeliver(testutil.Context(t), &store.OutboxDeliverParams{Owner: owner, Rows: again}); err != nil || res[0].MessageID == 0 || res[1].MessageID == 0 {
 			t.Fatalf("deliver after room = %+v, %v", res, err)
 		}
 	},
@@ -88,7 +88,7 @@ var outboxTests = map[string]func(*testing.T, store.Backend){
 
 var broadcastTests = map[string]func(*testing.T, store.Backend){
 	"TailAfterCursor": func(t *testing.T, b store.Backend) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		start, err := b.BroadcastLatestID(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ var broadcastTests = map[string]func(*testing.T, store.Backend){
 
 var processTests = map[string]func(*testing.T, store.Backend){
 	"RegisterHeartbeatStopPrune": func(t *testing.T, b store.Backend) {
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		p := &store.ProcessInfo{ID: newOwner(), Kind: "worker", Host: "h", PID: 42, Version: "test", Metadata: []byte(`{"k":"v"}`)}
 		if err := b.ProcessRegister(ctx, p); err != nil {
 			t.Fatal(err)

@@ -16,14 +16,14 @@ func stageReminder(t *testing.T, b store.Backend, r actor.Ref, changes ...store.
 	l := claimOne(t, b, owner, r)
 	msgs := take(t, b, owner, l, 1)
 	commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs), Reminders: changes})
-	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+	if err := b.LeaseRelease(testutil.Context(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func claimReminders(t *testing.T, b store.Backend, owner string) []store.Reminder {
 	t.Helper()
-	rs, err := b.ReminderClaim(ctxT(t), &store.ReminderClaimParams{Owner: owner, TTL: time.Minute, Limit: 100, Types: allTypes})
+	rs, err := b.ReminderClaim(testutil.Context(t), &store.ReminderClaimParams{Owner: owner, TTL: time.Minute, Limit: 100, Types: allTypes})
 	if err != nil {
 		t.Fatalf("claim reminders: %v", err)
 	}
@@ -44,11 +44,11 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 			t.Fatal("a claimed reminder was claimed again")
 		}
 		fire := store.ReminderFire{ID: r.ID, Occurrence: 1, Message: store.NewMessage{Ref: r.Ref, Name: r.Message, Args: r.Args}, Next: r.Now.Add(time.Hour)}
-		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+		if err := b.ReminderFire(testutil.Context(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
 			t.Fatal(err)
 		}
 		// A second scheduler firing the same occurrence changes nothing.
-		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+		if err := b.ReminderFire(testutil.Context(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
 			t.Fatal(err)
 		}
 		l := claimOne(t, b, owner, ref("x"))
@@ -56,17 +56,17 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 		if len(msgs) != 1 || msgs[0].Name != "tick" || string(msgs[0].Args) != `{"k":1}` {
 			t.Fatalf("occurrence messages = %+v", msgs)
 		}
-		m, _ := b.MessageGet(ctxT(t), msgs[0].ID)
+		m, _ := b.MessageGet(testutil.Context(t), msgs[0].ID)
 		if m.IdempotencyKey == "" {
 			t.Fatal("the occurrence has no idempotency key")
 		}
-		list, err := b.ReminderList(ctxT(t), ref("x"))
+		list, err := b.ReminderList(testutil.Context(t), ref("x"))
 		if err != nil || len(list) != 1 || list[0].Occurrence != 1 || list[0].NextAt.Before(r.Now.Add(59*time.Minute)) {
 			t.Fatalf("reminder after firing = %+v, %v", list, err)
 		}
 	},
 	"OneShotIsDeletedAndCancel": func(t *testing.T, b store.Backend) {
-		now, _ := b.Now(ctxT(t))
+		now, _ := b.Now(testutil.Context(t))
 		stageReminder(t, b, ref("x"),
 			store.ReminderChange{Name: "once", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`), NextAt: now},
 			store.ReminderChange{Name: "gone", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`), NextIn: time.Hour})
@@ -77,17 +77,17 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 			t.Fatalf("claimed %+v", rs)
 		}
 		fire := store.ReminderFire{ID: rs[0].ID, Occurrence: 1, Message: store.NewMessage{Ref: ref("x"), Name: "m", Args: []byte(`{}`)}}
-		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+		if err := b.ReminderFire(testutil.Context(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
 			t.Fatal(err)
 		}
-		if list, _ := b.ReminderList(ctxT(t), ref("x")); len(list) != 0 {
+		if list, _ := b.ReminderList(testutil.Context(t), ref("x")); len(list) != 0 {
 			t.Fatalf("reminders left: %+v", list)
 		}
 	},
 	"ReplaceByName": func(t *testing.T, b store.Backend) {
 		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "r", Message: "a", Args: []byte(`1`), Schedule: []byte(`{}`), NextIn: time.Hour})
 		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "r", Message: "b", Args: []byte(`2`), Schedule: []byte(`{}`), NextIn: 2 * time.Hour})
-		list, err := b.ReminderList(ctxT(t), ref("x"))
+		list, err := b.ReminderList(testutil.Context(t), ref("x"))
 		if err != nil || len(list) != 1 || list[0].Message != "b" || string(list[0].Args) != "2" {
 			t.Fatalf("after replace = %+v, %v", list, err)
 		}
@@ -97,28 +97,28 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 		owner := newOwner()
 		var rs []store.Reminder
 		testutil.Eventually(t, 5*time.Second, "the reminder", func() bool { rs = claimReminders(t, b, owner); return len(rs) == 1 })
-		if _, err := b.ActorDestroy(ctxT(t), ref("x")); err != nil {
+		if _, err := b.ActorDestroy(testutil.Context(t), ref("x")); err != nil {
 			t.Fatal(err)
 		}
 		fire := store.ReminderFire{ID: rs[0].ID, Occurrence: 1, Message: store.NewMessage{Ref: ref("x"), Name: "m", Args: []byte(`{}`)}}
-		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+		if err := b.ReminderFire(testutil.Context(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
 			t.Fatal(err)
 		}
-		if a, err := b.ActorGet(ctxT(t), ref("x")); err == nil {
+		if a, err := b.ActorGet(testutil.Context(t), ref("x")); err == nil {
 			t.Fatalf("a reminder recreated a destroyed actor: %+v", a)
 		}
 	},
 	"NominalNextAndJitteredDue": func(t *testing.T, b store.Backend) {
 		// next_at keeps the schedule's nominal time, due_at the jittered
 		// delivery: the staged first occurrence and every fire.
-		now, err := b.Now(ctxT(t))
+		now, err := b.Now(testutil.Context(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		nominal := now.Add(-time.Hour).Truncate(time.Millisecond)
 		stageReminder(t, b, ref("x"), store.ReminderChange{Name: "j", Message: "m", Args: []byte(`{}`), Schedule: []byte(`{}`),
 			NextAt: nominal, Jitter: 90 * time.Second})
-		list, err := b.ReminderList(ctxT(t), ref("x"))
+		list, err := b.ReminderList(testutil.Context(t), ref("x"))
 		if err != nil || len(list) != 1 || !list[0].NextAt.Equal(nominal) || !list[0].DueAt.Equal(nominal.Add(90*time.Second)) {
 			t.Fatalf("staged reminder = %+v, %v; want next %s, due 90s later", list, err, nominal)
 		}
@@ -130,10 +130,10 @@ var reminderTests = map[string]func(*testing.T, store.Backend){
 		next := nominal.Add(2 * time.Hour)
 		fire := store.ReminderFire{ID: rs[0].ID, Occurrence: 1, Message: store.NewMessage{Ref: ref("x"), Name: "m", Args: []byte(`{}`)},
 			Next: next, Due: next.Add(3 * time.Minute)}
-		if err := b.ReminderFire(ctxT(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
+		if err := b.ReminderFire(testutil.Context(t), &store.ReminderFireParams{Owner: owner, Fires: []store.ReminderFire{fire}}); err != nil {
 			t.Fatal(err)
 		}
-		list, err = b.ReminderList(ctxT(t), ref("x"))
+		list, err = b.ReminderList(testutil.Context(t), ref("x"))
 		if err != nil || len(list) != 1 || !list[0].NextAt.Equal(next) || !list[0].DueAt.Equal(next.Add(3*time.Minute)) {
 			t.Fatalf("fired reminder = %+v, %v; want next %s, due 3m later", list, err, next)
 		}

@@ -7,7 +7,6 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/runtime/store"
 )
 
@@ -61,12 +61,6 @@ var ownerSeq atomic.Int64
 
 func newOwner() string { return fmt.Sprintf("owner-%d-%d", time.Now().UnixNano(), ownerSeq.Add(1)) }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func ref(id string) actor.Ref { return actor.Ref{Type: typeA, ID: id} }
 
 func args(v any) []byte {
@@ -83,7 +77,7 @@ func msg(r actor.Ref, name string, a any) store.NewMessage {
 
 func enqueue(t *testing.T, b store.Backend, msgs ...store.NewMessage) []store.EnqueueResult {
 	t.Helper()
-	res, err := b.MailboxEnqueue(ctxT(t), nil, &store.MailboxEnqueueParams{Messages: msgs})
+	res, err := b.MailboxEnqueue(testutil.Context(t), nil, &store.MailboxEnqueueParams{Messages: msgs})
 	if err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
@@ -104,7 +98,7 @@ func enqueueN(t *testing.T, b store.Backend, r actor.Ref, n int) []store.Enqueue
 
 func claim(t *testing.T, b store.Backend, owner string, ttl time.Duration, limit int) []store.Lease {
 	t.Helper()
-	l, err := b.LeaseClaim(ctxT(t), &store.LeaseClaimParams{Owner: owner, TTL: ttl, Limit: limit, Types: allTypes})
+	l, err := b.LeaseClaim(testutil.Context(t), &store.LeaseClaimParams{Owner: owner, TTL: ttl, Limit: limit, Types: allTypes})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -126,7 +120,7 @@ func claimOne(t *testing.T, b store.Backend, owner string, r actor.Ref) store.Le
 
 func take(t *testing.T, b store.Backend, owner string, l store.Lease, limit int) []store.Message {
 	t.Helper()
-	m, err := b.MessageTake(ctxT(t), &store.MessageTakeParams{Owner: owner, Lease: l.LeaseRef, Limit: limit})
+	m, err := b.MessageTake(testutil.Context(t), &store.MessageTakeParams{Owner: owner, Lease: l.LeaseRef, Limit: limit})
 	if err != nil {
 		t.Fatalf("take: %v", err)
 	}
@@ -143,7 +137,7 @@ func completeAll(msgs []store.Message) []store.Completion {
 
 func commit(t *testing.T, b store.Backend, p *store.TurnCommitParams) store.TurnCommitResult {
 	t.Helper()
-	res, err := b.TurnCommit(ctxT(t), p)
+	res, err := b.TurnCommit(testutil.Context(t), p)
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -152,7 +146,7 @@ func commit(t *testing.T, b store.Backend, p *store.TurnCommitParams) store.Turn
 
 func status(t *testing.T, b store.Backend, id int64) store.MessageStatus {
 	t.Helper()
-	st, err := b.MessageStatus(ctxT(t), []int64{id})
+	st, err := b.MessageStatus(testutil.Context(t), []int64{id})
 	if err != nil || len(st) != 1 {
 		t.Fatalf("status of %d: %v %v", id, st, err)
 	}
@@ -161,7 +155,7 @@ func status(t *testing.T, b store.Backend, id int64) store.MessageStatus {
 
 func actorInfo(t *testing.T, b store.Backend, r actor.Ref) *store.ActorInfo {
 	t.Helper()
-	a, err := b.ActorGet(ctxT(t), r)
+	a, err := b.ActorGet(testutil.Context(t), r)
 	if err != nil {
 		t.Fatalf("actor %s: %v", r, err)
 	}

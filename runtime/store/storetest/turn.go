@@ -19,7 +19,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		if len(msgs) != 3 || msgs[0].Seq != 1 || msgs[2].Seq != 3 || msgs[0].Attempt != 1 || msgs[0].Name != "inc" {
 			t.Fatalf("took %+v", msgs)
 		}
-		if now, _ := b.Now(ctxT(t)); msgs[0].EnqueuedAt.IsZero() || msgs[0].AvailableAt.Before(msgs[0].EnqueuedAt.Add(-time.Millisecond)) ||
+		if now, _ := b.Now(testutil.Context(t)); msgs[0].EnqueuedAt.IsZero() || msgs[0].AvailableAt.Before(msgs[0].EnqueuedAt.Add(-time.Millisecond)) ||
 			msgs[0].AvailableAt.After(now.Add(time.Second)) {
 			t.Fatalf("times of a taken message: enqueued %v, available %v (now %v)", msgs[0].EnqueuedAt, msgs[0].AvailableAt, now)
 		}
@@ -54,7 +54,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		time.Sleep(400 * time.Millisecond)
 		owner2 := newOwner()
 		l2 := claimOne(t, b, owner2, ref("x"))
-		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, State: []byte(`{"stale":true}`),
+		_, err := b.TurnCommit(testutil.Context(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, State: []byte(`{"stale":true}`),
 			StateVersion: 1, Completed: completeAll(msgs), Effects: []store.NewEffect{{UUID: "e-stale", Name: "fx", Args: []byte("{}"), MessageID: msgs[0].ID}}})
 		if !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("stale commit err = %v, want ErrLostActivation", err)
@@ -65,7 +65,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		if a := actorInfo(t, b, ref("x")); a.State != nil {
 			t.Fatalf("a stale commit wrote state %s", a.State)
 		}
-		if fx, _ := b.EffectList(ctxT(t), &store.EffectListParams{State: store.EffectPending}); len(fx) != 0 {
+		if fx, _ := b.EffectList(testutil.Context(t), &store.EffectListParams{State: store.EffectPending}); len(fx) != 0 {
 			t.Fatalf("a stale commit staged effects: %v", fx)
 		}
 		// The new generation re-runs the stale claim with the next attempt.
@@ -85,13 +85,13 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		owner := newOwner()
 		old, msgs := takeThenExpire(t, b, owner, 10)
 		cur := claimOne(t, b, owner, ref("x"))
-		if _, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, State: []byte(`"old"`), Completed: completeAll(msgs)}); !errors.Is(err, actor.ErrLostActivation) {
+		if _, err := b.TurnCommit(testutil.Context(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, State: []byte(`"old"`), Completed: completeAll(msgs)}); !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("old generation's commit: %v, want ErrLostActivation", err)
 		}
-		if _, err := b.MessageTake(ctxT(t), &store.MessageTakeParams{Owner: owner, Lease: old.LeaseRef, Limit: 1}); !errors.Is(err, actor.ErrLostActivation) {
+		if _, err := b.MessageTake(testutil.Context(t), &store.MessageTakeParams{Owner: owner, Lease: old.LeaseRef, Limit: 1}); !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("old generation's take: %v, want ErrLostActivation", err)
 		}
-		if r, _ := b.LeaseRenew(ctxT(t), &store.LeaseRenewParams{Owner: owner, TTL: time.Minute, Leases: []store.LeaseRef{old.LeaseRef}}); len(r) != 0 {
+		if r, _ := b.LeaseRenew(testutil.Context(t), &store.LeaseRenewParams{Owner: owner, TTL: time.Minute, Leases: []store.LeaseRef{old.LeaseRef}}); len(r) != 0 {
 			t.Fatal("the old generation renewed")
 		}
 		got := take(t, b, owner, cur, 10)
@@ -103,7 +103,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		enqueueN(t, b, ref("x"), 1)
 		owner := newOwner()
 		l, msgs := takeThenExpire(t, b, owner, 10)
-		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs)})
+		_, err := b.TurnCommit(testutil.Context(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, Completed: completeAll(msgs)})
 		if !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("commit after expiry: %v, want ErrLostActivation", err)
 		}
@@ -143,7 +143,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		if len(next) != 1 || next[0].ID != res[2].MessageID || next[0].Attempt != 1 {
 			t.Fatalf("after the dead letter took %+v, want message 3 at attempt 1", next)
 		}
-		dl, err := b.DeadLetterList(ctxT(t), &store.DeadLetterListParams{Type: typeA})
+		dl, err := b.DeadLetterList(testutil.Context(t), &store.DeadLetterListParams{Type: typeA})
 		if err != nil || len(dl) != 1 || dl[0].MessageID != res[1].MessageID || dl[0].Attempts != 2 {
 			t.Fatalf("dead letters = %+v, %v", dl, err)
 		}
@@ -204,7 +204,7 @@ var turnTests = map[string]func(*testing.T, store.Backend){
 		old, msgs := takeThenExpire(t, b, owner, 1)
 		owner2 := newOwner()
 		cur := claimOne(t, b, owner2, ref("x"))
-		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, Completed: completeAll(msgs), TakeNext: 10})
+		_, err := b.TurnCommit(testutil.Context(t), &store.TurnCommitParams{Owner: owner, Lease: old.LeaseRef, Completed: completeAll(msgs), TakeNext: 10})
 		if !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("the stale commit: %v, want ErrLostActivation", err)
 		}
@@ -225,7 +225,7 @@ var destroyTests = map[string]func(*testing.T, store.Backend){
 			Effects:   []store.NewEffect{{UUID: "e-destroy", Name: "fx", Args: []byte("{}"), MessageID: msgs[0].ID}},
 			Reminders: []store.ReminderChange{{Name: "r", Message: "m", Args: []byte("{}"), Schedule: []byte(`{"every":1000000000}`), NextIn: time.Hour}},
 			Sends:     []store.NewSend{{To: ref("y"), Message: "m", Args: []byte("{}")}}})
-		ctx := ctxT(t)
+		ctx := testutil.Context(t)
 		existed, err := b.ActorDestroy(ctx, ref("x"))
 		if err != nil || !existed {
 			t.Fatalf("destroy = %v, %v", existed, err)
@@ -268,11 +268,11 @@ var destroyTests = map[string]func(*testing.T, store.Backend){
 		owner := newOwner()
 		l := claimOne(t, b, owner, ref("x"))
 		msgs := take(t, b, owner, l, 1)
-		if _, err := b.ActorDestroy(ctxT(t), ref("x")); err != nil {
+		if _, err := b.ActorDestroy(testutil.Context(t), ref("x")); err != nil {
 			t.Fatal(err)
 		}
 		enqueueN(t, b, ref("x"), 1) // the new incarnation
-		_, err := b.TurnCommit(ctxT(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, State: []byte(`{"old":true}`), Completed: completeAll(msgs)})
+		_, err := b.TurnCommit(testutil.Context(t), &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef, State: []byte(`{"old":true}`), Completed: completeAll(msgs)})
 		if !errors.Is(err, actor.ErrLostActivation) {
 			t.Fatalf("commit into a destroyed incarnation: %v", err)
 		}
@@ -290,7 +290,7 @@ func handOver(t *testing.T, b store.Backend, r actor.Ref, taken int) (string, st
 	owner := newOwner()
 	l := claimOne(t, b, owner, r)
 	take(t, b, owner, l, taken)
-	if err := b.LeaseRelease(ctxT(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+	if err := b.LeaseRelease(testutil.Context(t), &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
 		t.Fatal(err)
 	}
 	owner2 := newOwner()
