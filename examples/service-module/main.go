@@ -53,7 +53,10 @@ func registry() *actor.Registry {
 	reg.MustRegister(&actor.Type[Account]{
 		Name: "ledger",
 		Messages: map[string]actor.Handler[Account]{
-			"post":    actor.Message(func(c *actor.Context, s *Account, amount int) (int, error) { s.Balance += amount; return s.Balance, nil }),
+			"post": actor.Message(func(c *actor.Context, s *Account, amount int) (int, error) {
+				s.Balance += amount
+				return s.Balance, nil
+			}),
 			"balance": actor.Query(func(c *actor.Context, s *Account, _ struct{}) (int, error) { return s.Balance, nil }),
 		},
 	})
