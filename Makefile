@@ -4,14 +4,14 @@ BACKEND  ?= sqlite
 FUZZTIME ?= 10s
 TIMEOUT  ?= 40m
 
-.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers
+.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers module-test
 
 ## run: the integration engine on its bundled example project, embedded SQLite, everything on localhost
 run:
 	$(GO) run ./cmd/ductus dev
 
 ## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
-test: lint peers test-go fuzz-smoke bench-smoke
+test: lint peers test-go module-test fuzz-smoke bench-smoke
 
 test-go:
 	$(GO) test -timeout $(TIMEOUT) ./...
@@ -28,6 +28,21 @@ peers:
 		if [ ! -d $(PEERS)/node_modules ] || [ $(PEERS)/package-lock.json -nt $(PEERS)/node_modules ]; then \
 			npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error && touch $(PEERS)/node_modules; fi; \
 	else echo "npm not found: the node MLLP peer tests will skip (and fail with CI=true)"; fi
+
+## module-test: a separate module (examples/service-module) requires this checkout as a service would
+## (require + replace), builds, vets, runs and tests its program; it fails if the module pulls in V8
+## or the integration engine (its test also fails if the runtime creates the engine's tables). The one
+## integration package a service links is integration/ixstore, the engine store seam's interface and
+## row types, which the adapters implement beside their other SQL (no engine code, no V8, no tables).
+MODULE := examples/service-module
+FORBIDDEN_DEPS ?= ^(rogchap\.com/v8go|github\.com/ductus/ductus/integration)(/|$$)
+ALLOWED_DEPS   ?= ^github\.com/ductus/ductus/integration/ixstore$$
+module-test:
+	cd $(MODULE) && $(GO) build ./... && $(GO) vet ./...
+	@cd $(MODULE) && deps=$$($(GO) list -deps -test ./...) || exit 1; \
+		bad=$$(echo "$$deps" | grep -E '$(FORBIDDEN_DEPS)' | grep -Ev '$(ALLOWED_DEPS)'); \
+		if [ -n "$$bad" ]; then echo "$(MODULE) pulls in what a service must not get:"; echo "$$bad"; exit 1; fi
+	cd $(MODULE) && $(GO) run . && $(GO) test -count=1 ./...
 
 ## fuzz-smoke: each network parser's fuzz target for FUZZTIME
 fuzz-smoke:

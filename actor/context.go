@@ -142,9 +142,20 @@ func EffectDelay(d time.Duration) EffectOption {
 	return func(e *StagedEffect) { e.Delay = d }
 }
 
-// Emit stages the effect name with args. The runtime runs the registered
-// handler after the turn commits, outside any transaction, with the effect's
-// stable ID as its idempotency key.
+// Emit stages the effect name with args. Nothing runs unless the turn
+// commits; then the runtime runs the handler registered for name (in the
+// host's Config.Effects) outside any transaction, at least once, with the
+// effect's stable ID as its idempotency key and the turn's lease generation
+// as a fencing token.
+//
+// How it runs is set where the name is registered, not here: whether it is
+// ordered (an actor's ordered effects run one at a time in the order its
+// turns staged them, a failing one holding back the later ones until it
+// succeeds or is dead-lettered; unordered ones run concurrently), its retry
+// policy and its timeout. Every process that runs this actor type must
+// register the name: Emit fails with ErrInvalidArguments for a name this
+// process has no handler for, so the turn fails rather than stage an effect
+// no one may be able to run.
 func (c *Context) Emit(name string, args any, opts ...EffectOption) error {
 	if c.info.Query {
 		return fmt.Errorf("%w: a query cannot emit effects", ErrQueryMutated)

@@ -98,8 +98,11 @@ type Config struct {
 	// SignalPoll is how often Listen polls the signal table (default 25ms,
 	// at least 1ms).
 	SignalPoll time.Duration
-	// Logger receives the server's flavor and version at open; default
-	// slog.Default().
+	// Logger receives the adapter's own lines (the server's flavor and
+	// version at open, signal polls that fail, the driver's connection
+	// errors); default: discard, as in the other adapters and the host.
+	// The runtime's lines go to host.Config.Logger; pass the same logger
+	// to both.
 	Logger *slog.Logger
 	// Statements, when set, counts every statement the backend sends:
 	// each statement of a multi-statement query, and on the caller pool
@@ -181,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	cfg.SignalPoll = max(cfg.SignalPoll, time.Millisecond)
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 
 	base.Logger = driverLog{cfg.Logger}

@@ -298,6 +298,14 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 		q += ` AND a.type = $3`
 		args = append(args, p.Type)
 	}
+	if p.ID != "" {
+		args = append(args, p.ID)
+		q += fmt.Sprintf(` AND a.id = $%d`, len(args))
+	}
+	if p.MessageID != 0 {
+		args = append(args, p.MessageID)
+		q += fmt.Sprintf(` AND e.message_id = $%d`, len(args))
+	}
 	return b.listEffects(ctx, "list effects", q+` ORDER BY e.id DESC LIMIT $2`, args...)
 }
 

@@ -56,6 +56,7 @@ type hub struct {
 	cancel context.CancelFunc // stops the listener goroutine
 	done   chan struct{}
 	closed bool
+	lost   bool // the listener's connection failed and is not back yet (run's goroutine only)
 }
 
 func newHub(b *Backend) *hub { return &hub{b: b, subs: map[int]func(store.Signal){}} }
@@ -122,7 +123,11 @@ func (h *hub) run(ctx context.Context, done chan struct{}) {
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err // the runtime polls meanwhile; there is no one to report to
+		// The runtime polls meanwhile, so work is found late, not lost.
+		if !h.lost {
+			h.b.log.Warn("postgres: the LISTEN connection failed; wake-ups from other processes wait for the poll until it is back", "err", err)
+			h.lost = true
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -147,6 +152,10 @@ func (h *hub) listen(ctx context.Context, connected func()) error {
 		return err
 	}
 	connected()
+	if h.lost {
+		h.b.log.Info("postgres: the LISTEN connection is back")
+		h.lost = false
+	}
 	h.deliver(store.Signal{Work: true}) // whatever was sent while no one listened
 	for {
 		n, err := conn.WaitForNotification(ctx)

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"regexp"
 	"sync/atomic"
@@ -76,6 +77,10 @@ type Config struct {
 	// filled it in (tracers, dialers, TLS); it must not change the
 	// statement mode or the search path.
 	Pool func(*pgxpool.Config)
+	// Logger receives the adapter's own lines: the schema opened, and the
+	// LISTEN connection lost and back (default: discard). The runtime's
+	// lines go to host.Config.Logger; pass the same logger to both.
+	Logger *slog.Logger
 }
 
 // Backend is a store.Backend on one PostgreSQL schema.
@@ -84,6 +89,7 @@ type Backend struct {
 	schema  string
 	channel string // the NOTIFY channel of this schema
 	connCfg *pgx.ConnConfig
+	log     *slog.Logger
 	hub     *hub
 	// keyRetries counts one-statement enqueues redone with locks first
 	// because a concurrent enqueue used one of their keys.
@@ -105,6 +111,9 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.DSN == "" {
 		return nil, errors.New("postgres: Config.DSN is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "ductus"
@@ -149,7 +158,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	b := &Backend{pool: pool, schema: cfg.Schema, channel: "ductus_" + cfg.Schema, connCfg: cc.Copy()}
+	b := &Backend{pool: pool, schema: cfg.Schema, channel: "ductus_" + cfg.Schema, connCfg: cc.Copy(), log: cfg.Logger}
 	b.hub = newHub(b)
 	fsys, err := migrations.For("postgres")
 	if err == nil {
@@ -159,6 +168,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: schema %s: %w", cfg.Schema, err)
 	}
+	cfg.Logger.Info("postgres: opened", "schema", cfg.Schema, "max_conns", pc.MaxConns)
 	return b, nil
 }
 

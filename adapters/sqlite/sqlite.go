@@ -21,6 +21,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -57,13 +58,18 @@ type Config struct {
 	// Statements, when set, counts every statement both pools send
 	// (benchmarks report statements per turn from it).
 	Statements *atomic.Int64
+	// Logger receives the adapter's own lines: the database opened, and a
+	// WAL checkpoint that keeps failing (default: discard). The runtime's
+	// lines go to host.Config.Logger; pass the same logger to both.
+	Logger *slog.Logger
 }
 
 // Backend is a store.Backend on one SQLite database file.
 type Backend struct {
 	w, r *sql.DB
-	wr   *writer       // the writer connection, held for the backend's life
-	ckpt *sql.DB       // the checkpointer's own connection
+	wr   *writer // the writer connection, held for the backend's life
+	ckpt *sql.DB // the checkpointer's own connection
+	log  *slog.Logger
 	stop chan struct{} // ends the checkpointer
 	done chan struct{}
 
@@ -85,6 +91,9 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		sync = "FULL"
 	default:
 		return nil, fmt.Errorf("sqlite: synchronous must be \"normal\" or \"full\", not %q", cfg.Synchronous)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.BusyTimeout == 0 {
 		cfg.BusyTimeout = 10 * time.Second
@@ -148,7 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		ckpt.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	b := &Backend{w: w, r: r, wr: &writer{conn: conn}, ckpt: ckpt, reads: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Backend{w: w, r: r, wr: &writer{conn: conn}, ckpt: ckpt, log: cfg.Logger, reads: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{})}
 	fsys, err := migrations.For("sqlite")
 	if err == nil {
 		err = store.Migrate(ctx, migrator{b: b, table: "ductus_schema_migrations"}, fsys)
@@ -159,6 +168,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("sqlite: %s: %w", cfg.Path, err)
 	}
 	go b.checkpointer()
+	cfg.Logger.Info("sqlite: opened", "path", cfg.Path, "synchronous", sync, "busy_timeout", cfg.BusyTimeout, "read_conns", cfg.ReadConns)
 	return b, nil
 }
 
@@ -169,6 +179,7 @@ func (b *Backend) checkpointer() {
 	defer close(b.done)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	failing := 0
 	for {
 		select {
 		case <-b.stop:
@@ -177,7 +188,16 @@ func (b *Backend) checkpointer() {
 		}
 		var busy, logPages, done int
 		if err := b.ckpt.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done); err != nil {
+			// Once per streak: a checkpoint failing every 100ms would
+			// drown the log, and the WAL only grows while it fails.
+			if failing++; failing == 1 {
+				b.log.Warn("sqlite: WAL checkpoint failed; the WAL grows until one succeeds", "err", err)
+			}
 			continue
+		}
+		if failing > 0 {
+			b.log.Info("sqlite: WAL checkpoints succeed again", "failed", failing)
+			failing = 0
 		}
 		if logPages > 16384 && done == logPages { // 64 MiB of 4 KiB pages, all copied back
 			_, _ = b.ckpt.Exec("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -27,7 +27,7 @@ type sender interface {
 // route's hop), its rate limit and its retry policy.
 func (e *Engine) effects() (map[string]host.Effect, error) {
 	out := map[string]host.Effect{
-		"ductus.schedule.run": {Handler: e.scheduleRun, Ordered: true, Timeout: 10 * time.Second, Backoff: host.RetryPolicy{Base: time.Second, Max: time.Minute}},
+		"ductus.schedule.run": {Handler: e.scheduleRun, Ordered: true, Timeout: 10 * time.Second, Retry: host.RetryPolicy{Base: time.Second, Max: time.Minute}},
 	}
 	for _, ir := range e.ifaces {
 		for _, d := range ir.cfg.Destinations {
@@ -55,10 +55,9 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 			}
 			dest := d
 			out[effectName(d)] = host.Effect{
-				Ordered:     true,
-				MaxAttempts: d.Retry.MaxAttempts,
-				Backoff:     host.RetryPolicy{Base: d.Retry.Initial, Max: d.Retry.Max},
-				Timeout:     sendTimeout(d),
+				Ordered: true,
+				Retry:   host.RetryPolicy{MaxAttempts: d.Retry.MaxAttempts, Base: d.Retry.Initial, Max: d.Retry.Max},
+				Timeout: sendTimeout(d),
 				Handler: func(ctx context.Context, ec host.EffectContext, raw json.RawMessage) (any, error) {
 					var a sendArgs
 					if err := json.Unmarshal(raw, &a); err != nil {

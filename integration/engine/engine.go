@@ -38,7 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ductus/ductus/actor"
-	"github.com/ductus/ductus/adapters/sqlite"
+	"github.com/ductus/ductus/adapters/dburl"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/format"
 	"github.com/ductus/ductus/integration/ixstore"
@@ -98,23 +98,14 @@ type source interface {
 	name() string
 }
 
-// Openers open a project's database by driver: SQLite here, the server
-// backends added by backends.go (an ordinary file, no build tag: every
-// build has all three).
-var openers = map[string]func(ctx context.Context, dsn string) (ixstore.Backend, error){
-	config.DriverSQLite: func(ctx context.Context, dsn string) (ixstore.Backend, error) {
-		return sqlite.Open(ctx, sqlite.Config{Path: dsn})
-	},
-}
-
 // OpenDatabase opens a project's database and migrates it: the runtime's
 // migration line (the adapter's Open) and the engine's own (migrate).
 func OpenDatabase(ctx context.Context, db config.Database) (ixstore.Backend, error) {
-	open, ok := openers[db.Driver]
-	if !ok {
-		return nil, fmt.Errorf("engine: database driver %q is not built into this binary", db.Driver)
-	}
-	be, err := open(ctx, db.DSN)
+	// The engine opens its database the way any service does, through
+	// dburl; the configuration has already turned the project's database
+	// URL into a driver and a DSN (a relative SQLite path resolved against
+	// the project).
+	be, err := dburl.Target{Driver: db.Driver, DSN: db.DSN}.OpenEngine(ctx, dburl.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("engine: open the %s database: %w", db.Driver, err)
 	}

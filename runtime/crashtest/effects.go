@@ -66,7 +66,7 @@ func emitterDefinition() *actor.Type[emitter] {
 // receiver would).
 func recordEffect(url string) host.Effect {
 	client := &http.Client{Timeout: 2 * time.Second}
-	return host.Effect{Ordered: true, Timeout: 2 * time.Second, Backoff: host.RetryPolicy{Base: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+	return host.Effect{Ordered: true, Timeout: 2 * time.Second, Retry: host.RetryPolicy{Base: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		Handler: host.EffectFunc(func(ctx context.Context, ec host.EffectContext, a recordArgs) (any, error) {
 			body, _ := json.Marshal(recordDelivery{ID: ec.ID, Actor: a.Actor, Seq: a.Seq, Generation: ec.Generation,
 				ActorGeneration: ec.ActorGeneration, Stale: ec.Stale()})

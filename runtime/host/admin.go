@@ -32,17 +32,20 @@ func (h *Host) adminRow(ctx context.Context, action string, ref actor.Ref, what 
 	return nil
 }
 
-// DeadLetters pages dead-lettered messages of a type ("" = all), oldest
-// first, after the message ID afterID.
-func (h *Host) DeadLetters(ctx context.Context, typ string, afterID int64, limit int) ([]store.DeadLetter, error) {
-	if err := h.admin(ctx, "dead_letter.list", actor.Ref{Type: typ}); err != nil {
+// DeadLetters pages dead-lettered messages, oldest first.
+func (h *Host) DeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadLetter, error) {
+	if err := checkLimit("DeadLetterQuery", q.Limit); err != nil {
 		return nil, err
 	}
-	return h.be.DeadLetterList(ctx, &store.DeadLetterListParams{Type: typ, AfterID: afterID, Limit: limit})
+	if err := h.admin(ctx, "dead_letter.list", actor.Ref{Type: q.Type}); err != nil {
+		return nil, err
+	}
+	rows, err := h.be.DeadLetterList(ctx, &store.DeadLetterListParams{Type: q.Type, AfterID: int64(q.After), Limit: q.Limit})
+	return convert(rows, asDeadLetter), err
 }
 
 // DeadLetter reads one dead letter.
-func (h *Host) DeadLetter(ctx context.Context, id actor.MessageID) (*store.DeadLetter, error) {
+func (h *Host) DeadLetter(ctx context.Context, id actor.MessageID) (*DeadLetter, error) {
 	const action = "dead_letter.read"
 	if err := h.admin(ctx, action, actor.Ref{}); err != nil {
 		return nil, err
@@ -54,7 +57,8 @@ func (h *Host) DeadLetter(ctx context.Context, id actor.MessageID) (*store.DeadL
 	if err := h.adminRow(ctx, action, d.Ref, fmt.Sprintf("dead letter %d", id)); err != nil {
 		return nil, err
 	}
-	return d, nil
+	out := asDeadLetter(d)
+	return &out, nil
 }
 
 // RetryDeadLetter enqueues a copy of a dead message at the tail of its
@@ -142,30 +146,73 @@ func (h *Host) SkipHead(ctx context.Context, ref actor.Ref, reason string) (acto
 // filtered by a state value, quiet ones, or ones orphaned against an owner
 // table, paged by ID. It reads; it never writes actor state (repairs go
 // through messages).
-func (h *Host) Actors(ctx context.Context, p store.ActorListParams) ([]store.ActorInfo, error) {
-	if err := h.admin(ctx, "actor.list", actor.Ref{Type: p.Type}); err != nil {
+func (h *Host) Actors(ctx context.Context, q ActorQuery) ([]ActorInfo, error) {
+	if err := checkLimit("ActorQuery", q.Limit); err != nil {
 		return nil, err
 	}
-	if _, err := h.reg.Lookup(p.Type); err != nil {
+	if err := h.admin(ctx, "actor.list", actor.Ref{Type: q.Type}); err != nil {
 		return nil, err
 	}
-	return h.be.ActorList(ctx, &p)
+	if _, err := h.reg.Lookup(q.Type); err != nil {
+		return nil, err
+	}
+	p := store.ActorListParams{Type: q.Type, AfterID: q.After, Limit: q.Limit, Quiet: q.Quiet}
+	if q.Where != nil {
+		p.Filter = &store.StateFilter{Path: q.Where.Path, Value: q.Where.Value}
+	}
+	if q.OrphanedAgainst != nil {
+		p.OrphanedAgainst = &store.OwnerRelation{Table: q.OrphanedAgainst.Table, Column: q.OrphanedAgainst.Column}
+	}
+	rows, err := h.be.ActorList(ctx, &p)
+	return convert(rows, asActorInfo), err
 }
 
 // Actor reads one actor's stored row.
-func (h *Host) Actor(ctx context.Context, ref actor.Ref) (*store.ActorInfo, error) {
+func (h *Host) Actor(ctx context.Context, ref actor.Ref) (*ActorInfo, error) {
 	if err := h.admin(ctx, "actor.read", ref); err != nil {
 		return nil, err
 	}
-	return h.be.ActorGet(ctx, ref)
-}
-
-// Effects pages effects in a state, newest first.
-func (h *Host) Effects(ctx context.Context, p store.EffectListParams) ([]store.EffectInfo, error) {
-	if err := h.admin(ctx, "effect.list", actor.Ref{Type: p.Type}); err != nil {
+	a, err := h.be.ActorGet(ctx, ref)
+	if err != nil {
 		return nil, err
 	}
-	return h.be.EffectList(ctx, &p)
+	out := asActorInfo(a)
+	return &out, nil
+}
+
+// Effects pages effects in a state, newest first, optionally of one type,
+// one actor or one message's turn.
+func (h *Host) Effects(ctx context.Context, q EffectQuery) ([]EffectInfo, error) {
+	switch q.State {
+	case EffectPending, EffectDone, EffectDead:
+	default:
+		return nil, fmt.Errorf("%w: EffectQuery.State %q (want %q, %q or %q)", actor.ErrInvalidArguments, q.State, EffectPending, EffectDone, EffectDead)
+	}
+	if q.ID != "" && q.Type == "" {
+		return nil, fmt.Errorf("%w: EffectQuery.ID %q needs its Type", actor.ErrInvalidArguments, q.ID)
+	}
+	if err := checkLimit("EffectQuery", q.Limit); err != nil {
+		return nil, err
+	}
+	if err := h.admin(ctx, "effect.list", actor.Ref{Type: q.Type, ID: q.ID}); err != nil {
+		return nil, err
+	}
+	rows, err := h.be.EffectList(ctx, &store.EffectListParams{State: store.EffectState(q.State), Type: q.Type, ID: q.ID,
+		MessageID: int64(q.Message), BeforeID: q.Before, Limit: q.Limit})
+	return convert(rows, asEffectInfo), err
+}
+
+// Backlog counts the unfinished work of everything, of one type or of one
+// actor; Backlog.Idle answers "is anything left to run?".
+func (h *Host) Backlog(ctx context.Context, q BacklogQuery) (Backlog, error) {
+	if q.ID != "" && q.Type == "" {
+		return Backlog{}, fmt.Errorf("%w: BacklogQuery.ID %q needs its Type", actor.ErrInvalidArguments, q.ID)
+	}
+	if err := h.admin(ctx, "backlog.count", actor.Ref{Type: q.Type, ID: q.ID}); err != nil {
+		return Backlog{}, err
+	}
+	n, err := h.be.BacklogCount(ctx, &store.BacklogCountParams{Type: q.Type, ID: q.ID})
+	return Backlog(n), err
 }
 
 // RetryEffect makes a dead effect pending again; false when the effect
@@ -210,19 +257,43 @@ func (h *Host) DiscardEffect(ctx context.Context, id int64) (bool, error) {
 }
 
 // Reminders lists an actor's reminders.
-func (h *Host) Reminders(ctx context.Context, ref actor.Ref) ([]store.ReminderInfo, error) {
-	if err := h.admin(ctx, "reminder.list", ref); err != nil {
+func (h *Host) Reminders(ctx context.Context, q ReminderQuery) ([]ReminderInfo, error) {
+	if q.Ref.Type == "" || q.Ref.ID == "" {
+		return nil, fmt.Errorf("%w: ReminderQuery.Ref needs a type and an ID (got %q)", actor.ErrInvalidArguments, q.Ref)
+	}
+	if err := h.admin(ctx, "reminder.list", q.Ref); err != nil {
 		return nil, err
 	}
-	return h.be.ReminderList(ctx, ref)
+	rows, err := h.be.ReminderList(ctx, q.Ref)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ReminderInfo, len(rows))
+	for i := range rows {
+		if out[i], err = asReminderInfo(&rows[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Processes lists the runtime processes registered on the database.
-func (h *Host) Processes(ctx context.Context) ([]store.ProcessInfo, error) {
+func (h *Host) Processes(ctx context.Context, q ProcessQuery) ([]ProcessInfo, error) {
 	if err := h.admin(ctx, "process.list", actor.Ref{}); err != nil {
 		return nil, err
 	}
-	return h.be.ProcessList(ctx)
+	rows, err := h.be.ProcessList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProcessInfo
+	for i := range rows {
+		p := &rows[i]
+		if (q.Kind == "" || p.Kind == q.Kind) && (!q.Running || p.StoppedAt.IsZero()) {
+			out = append(out, asProcessInfo(p))
+		}
+	}
+	return out, nil
 }
 
 // MigrationFailure is one stored actor whose state does not migrate.

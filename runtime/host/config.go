@@ -21,7 +21,18 @@ type Config struct {
 	Registry *actor.Registry // required: the actor types this process knows
 	Policies actor.Policies  // authorization hooks (nil hooks allow)
 	Limits   actor.Limits    // value limits (zero fields: actor.DefaultLimits)
-	Logger   *slog.Logger    // default: discard
+	// Logger receives the runtime's own lines (default: discard): Info for
+	// the process started and stopped, a stale commit refused, an effect
+	// retried; Warn for a failed message or dead-lettered effect, a lost
+	// lease, a loop whose store call failed (claims, renewals, heartbeat,
+	// reminders, sends, broadcasts, retention), a reminder skipping missed
+	// occurrences, turns cancelled at shutdown; Error for an activation that
+	// failed, outcomes that could not be recorded, a loop that panicked.
+	// Every line carries the fields to find the row (ref, message, effect,
+	// err). It does not reach the backend, which is opened before the host:
+	// give the same logger to the adapter's Config.Logger (or
+	// dburl.Options.Logger) for the adapter's own lines.
+	Logger *slog.Logger
 	// Metrics receives the runtime's Prometheus collectors; nil keeps them
 	// in a private registry (see Host.Metrics).
 	Metrics prometheus.Registerer

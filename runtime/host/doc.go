@@ -5,7 +5,14 @@
 // transaction, retries and dead-letters failures, renews and releases
 // leases, and runs the effect, reminder, outbox and broadcast workers. It is
 // also the actor.Client for the same process (Tell, TellBatch, Ask,
-// Destroy) and the operator API (dead letters, pause, directory).
+// Destroy) and the operator API (dead letters, pause, directory, backlog).
+//
+// A service needs this package, actor/ and the adapter it opens (or
+// adapters/dburl to open any of them from a URL); the operator calls take and
+// return this package's own types (ActorQuery and ActorInfo, EffectQuery and
+// EffectInfo, ...), never the storage seam's. Close the backend after
+// Shutdown: Shutdown does not close it. runtime/hosttest runs a host in
+// tests; docs/runtime-guide.md is the guide for service authors.
 //
 // Correctness never rests on this process's memory: every decision that
 // matters is a conditional write in the database (the lease's owner,

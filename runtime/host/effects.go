@@ -19,7 +19,11 @@ import (
 // the effect at once.
 type EffectHandler func(ctx context.Context, ec EffectContext, args json.RawMessage) (any, error)
 
-// Effect registers a handler and how its effects are run.
+// Effect registers a handler and how its effects are run. Every process
+// that runs the actor types emitting an effect must register it, with the
+// same Ordered: Context.Emit refuses an effect name this process has no
+// handler for (actor.ErrInvalidArguments), and whether an emitted effect is
+// ordered is decided here, by its name, when it is staged.
 type Effect struct {
 	Handler EffectHandler
 	// Ordered effects of one actor run strictly in staging order, one at a
@@ -27,19 +31,21 @@ type Effect struct {
 	// ones until it succeeds or is dead-lettered. Unordered effects run
 	// concurrently.
 	Ordered bool
-	// MaxAttempts dead-letters an effect after this many failed attempts
-	// (0 = retry until it succeeds or an operator intervenes).
-	MaxAttempts int
-	// Backoff between attempts (defaults: 1s doubling to 60s, 20% jitter).
-	Backoff RetryPolicy
+	// Retry is the back-off between attempts (defaults: Base 1s doubling
+	// to Max 60s, Jitter 0.2) and Retry.MaxAttempts dead-letters the effect
+	// after that many failed attempts. Unlike Config.Retry's, its zero
+	// MaxAttempts means retry until it succeeds or an operator intervenes:
+	// an effect usually fails because a downstream system is down, which is
+	// worth waiting out.
+	Retry RetryPolicy
 	// Timeout bounds one attempt (default 30s).
 	Timeout time.Duration
 }
 
-func (e Effect) maxAttempts() int { return max(e.MaxAttempts, 0) }
+func (e Effect) maxAttempts() int { return max(e.Retry.MaxAttempts, 0) }
 
 func (e Effect) backoff() RetryPolicy {
-	b := e.Backoff
+	b := e.Retry
 	if b.Base <= 0 {
 		b.Base = time.Second
 	}

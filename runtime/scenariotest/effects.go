@@ -102,11 +102,11 @@ func outboxDef() *actor.Type[outbox] {
 func effectHost(t *testing.T, be store.Backend, sk *sink, mod ...func(*host.Config)) *host.Host {
 	reg := actor.NewRegistry()
 	reg.MustRegister(outboxDef())
-	fast := host.RetryPolicy{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}
+	fast5 := host.RetryPolicy{MaxAttempts: 5, Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}
 	return newHost(t, be, reg, append([]func(*host.Config){func(c *host.Config) {
 		c.Effects = map[string]host.Effect{
-			"ordered":   {Handler: host.EffectFunc(sk.handler), Ordered: true, Backoff: fast, MaxAttempts: 5},
-			"unordered": {Handler: host.EffectFunc(sk.handler), Backoff: fast, MaxAttempts: 5},
+			"ordered":   {Handler: host.EffectFunc(sk.handler), Ordered: true, Retry: fast5},
+			"unordered": {Handler: host.EffectFunc(sk.handler), Retry: fast5},
 		}
 	}}, mod...)...)
 }
@@ -167,9 +167,9 @@ func init() {
 			defer sk.mu.Unlock()
 			return len(sk.order["u"]) == 20
 		})
-		var dead []store.EffectInfo
+		var dead []host.EffectInfo
 		testutil.Eventually(t, 10*time.Second, "the dead effect", func() bool {
-			dead, _ = h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"})
+			dead, _ = h.Effects(ctx, host.EffectQuery{State: host.EffectDead, Type: "scenario.outbox"})
 			return len(dead) == 1
 		})
 		if !contains(dead[0].Error, "refused for good") {
@@ -187,7 +187,7 @@ func init() {
 			defer sk.mu.Unlock()
 			n := 0
 			for _, c := range sk.contexts {
-				if c.ID == dead[0].UUID {
+				if c.ID == dead[0].StableID {
 					n++
 				}
 			}
@@ -216,8 +216,8 @@ func init() {
 			return sk.handler(ctx, ec, a)
 		}
 		h := effectHost(t, be, sk, func(c *host.Config) {
-			c.Effects["patient"] = host.Effect{Handler: host.EffectFunc(patient), Ordered: true, MaxAttempts: 2,
-				Backoff: host.RetryPolicy{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
+			c.Effects["patient"] = host.Effect{Handler: host.EffectFunc(patient), Ordered: true,
+				Retry: host.RetryPolicy{MaxAttempts: 2, Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}}
 		})
 		ctx := testutil.Context(t)
 		for i := 1; i <= 2; i++ {
@@ -239,7 +239,7 @@ func init() {
 		if got != "[1 2]" || waited != 6 || first.Attempt != 1 {
 			t.Fatalf("sent %s after %d calls of the first (attempt %d); want [1 2] after 6 calls, attempt 1", got, waited, first.Attempt)
 		}
-		if dead, err := h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"}); err != nil || len(dead) != 0 {
+		if dead, err := h.Effects(ctx, host.EffectQuery{State: host.EffectDead, Type: "scenario.outbox"}); err != nil || len(dead) != 0 {
 			t.Fatalf("dead effects: %+v, %v", dead, err)
 		}
 	})

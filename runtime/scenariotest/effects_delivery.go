@@ -90,7 +90,7 @@ func init() {
 				c.Effects[name] = e
 			}
 			c.Effects["ordered"] = host.Effect{Handler: host.EffectFunc(w.handler), Ordered: true, Timeout: 300 * time.Millisecond,
-				Backoff: host.RetryPolicy{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}}
+				Retry: host.RetryPolicy{Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}}
 		}
 		h1 := effectHost(t, be, newSink(), slow)
 		effectHost(t, be, newSink(), slow)
@@ -161,7 +161,7 @@ func init() {
 		}
 		close(gate)
 		testutil.Eventually(t, 10*time.Second, "the three effects to finish", func() bool {
-			done, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDone, Type: "scenario.outbox"})
+			done, _ := h.Effects(ctx, host.EffectQuery{State: host.EffectDone, Type: "scenario.outbox"})
 			return len(done) == 3
 		})
 		if _, err := h.Resume(ctx, r); err != nil {
@@ -250,10 +250,10 @@ func init() {
 		if _, err := h.Tell(ctx, oref("dd"), "emit", emitArgs{Key: "dd", Seq: 2, Fatal: true}); err != nil {
 			t.Fatal(err)
 		}
-		var dead, done []store.EffectInfo
+		var dead, done []host.EffectInfo
 		testutil.Eventually(t, 10*time.Second, "one dead and one done effect", func() bool {
-			dead, _ = h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"})
-			done, _ = h.Effects(ctx, store.EffectListParams{State: store.EffectDone, Type: "scenario.outbox"})
+			dead, _ = h.Effects(ctx, host.EffectQuery{State: host.EffectDead, Type: "scenario.outbox"})
+			done, _ = h.Effects(ctx, host.EffectQuery{State: host.EffectDone, Type: "scenario.outbox"})
 			return len(dead) == 1 && len(done) == 1
 		})
 		if ok, err := h.DiscardEffect(ctx, done[0].ID); ok || err != nil {
@@ -262,7 +262,7 @@ func init() {
 		if ok, err := h.DiscardEffect(ctx, dead[0].ID); !ok || err != nil {
 			t.Fatalf("discarding the dead effect = %v, %v", ok, err)
 		}
-		if left, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"}); len(left) != 0 {
+		if left, _ := h.Effects(ctx, host.EffectQuery{State: host.EffectDead, Type: "scenario.outbox"}); len(left) != 0 {
 			t.Fatalf("dead effects after the discard: %+v", left)
 		}
 		if ok, err := h.DiscardEffect(ctx, dead[0].ID); ok || err != nil {

@@ -43,7 +43,7 @@ func init() {
 		if n, err := actor.AskAs[int](ctx, h, lref("p"), "add", addArgs{N: 1}); err != nil || n != 1 {
 			t.Fatalf("the message after the dead one: %d, %v", n, err)
 		}
-		list, err := h.DeadLetters(ctx, ledgerType, 0, 10)
+		list, err := h.DeadLetters(ctx, host.DeadLetterQuery{Type: ledgerType, Limit: 10})
 		if err != nil || len(list) != 1 || list[0].Attempts != 3 || list[0].Name != "poison" {
 			t.Fatalf("dead letters = %+v, %v", list, err)
 		}
@@ -51,8 +51,8 @@ func init() {
 		if _, err := h.Tell(ctx, lref("p"), "add", addArgs{N: 1, Tag: 7}); err != nil {
 			t.Fatal(err)
 		}
-		newID, err := h.RetryDeadLetter(ctx, actor.MessageID(list[0].MessageID))
-		if err != nil || newID == actor.MessageID(list[0].MessageID) {
+		newID, err := h.RetryDeadLetter(ctx, list[0].Message)
+		if err != nil || newID == list[0].Message {
 			t.Fatalf("retry = %d, %v", newID, err)
 		}
 		testutil.Eventually(t, 10*time.Second, "the retried copy to die again", func() bool {

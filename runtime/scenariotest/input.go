@@ -241,7 +241,7 @@ func authorizationScenario(t *testing.T, be store.Backend) {
 		{"anonymous tell", func() error { _, err := h.Tell(anon, lref("z"), "add", addArgs{N: 1}); return err }()},
 		{"anonymous query", func() error { _, err := h.Ask(anon, lref("z"), "get", nil); return err }()},
 		{"user destroy", func() error { _, err := h.Destroy(user, lref("z")); return err }()},
-		{"user dead letters", func() error { _, err := h.DeadLetters(user, "", 0, 10); return err }()},
+		{"user dead letters", func() error { _, err := h.DeadLetters(user, host.DeadLetterQuery{Limit: 10}); return err }()},
 		{"anonymous subscribe", func() error { _, err := h.Subscribe(anon, lref("z"), func(host.Broadcast) {}); return err }()},
 	}
 	for _, c := range checks {
@@ -269,11 +269,11 @@ func authorizationScenario(t *testing.T, be store.Backend) {
 	if _, err := h.Ask(user, lref("p"), "poison", nil); !errors.Is(err, actor.ErrDeadLetter) {
 		t.Fatalf("poison: %v", err)
 	}
-	dead, err := h.DeadLetters(admin, ledgerType, 0, 10)
+	dead, err := h.DeadLetters(admin, host.DeadLetterQuery{Type: ledgerType, Limit: 10})
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("dead letters = %+v, %v", dead, err)
 	}
-	if _, err := h.RetryDeadLetter(admin, actor.MessageID(dead[0].MessageID)); err != nil {
+	if _, err := h.RetryDeadLetter(admin, dead[0].Message); err != nil {
 		t.Fatalf("admin retry: %v", err)
 	}
 	wants := []struct {

@@ -44,8 +44,8 @@ func init() {
 		if err != nil || d.Ref != lref("dl") || d.Name != "poison" || !contains(d.Error, "poison pill") || d.Attempts != 3 || d.DeadAt.IsZero() {
 			t.Fatalf("dead letter = %+v, %v", d, err)
 		}
-		list, err := h.DeadLetters(ctx, ledgerType, 0, 10)
-		if err != nil || len(list) != 1 || list[0].MessageID != int64(id) {
+		list, err := h.DeadLetters(ctx, host.DeadLetterQuery{Type: ledgerType, Limit: 10})
+		if err != nil || len(list) != 1 || list[0].Message != id {
 			t.Fatalf("dead letters = %+v, %v", list, err)
 		}
 		if ok, err := h.DiscardDeadLetter(ctx, id); !ok || err != nil {
@@ -57,7 +57,7 @@ func init() {
 		if ok, err := h.DiscardDeadLetter(ctx, id); ok || err != nil {
 			t.Fatalf("discarding it again = %v, %v", ok, err)
 		}
-		if list, _ := h.DeadLetters(ctx, ledgerType, 0, 10); len(list) != 0 {
+		if list, _ := h.DeadLetters(ctx, host.DeadLetterQuery{Type: ledgerType, Limit: 10}); len(list) != 0 {
 			t.Fatalf("dead letters after the discard: %+v", list)
 		}
 	})
@@ -86,7 +86,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		list, err := h.Actors(ctx, store.ActorListParams{Type: ledgerType, Limit: 10})
+		list, err := h.Actors(ctx, host.ActorQuery{Type: ledgerType, Limit: 10})
 		if err != nil || len(list) != 2 {
 			t.Fatalf("directory = %+v, %v", list, err)
 		}
@@ -106,7 +106,7 @@ func init() {
 			t.Fatal(err)
 		}
 		time.Sleep(300 * time.Millisecond)
-		quiet, err := h.Actors(ctx, store.ActorListParams{Type: "scenario.alarm", Quiet: 100 * time.Millisecond})
+		quiet, err := h.Actors(ctx, host.ActorQuery{Type: "scenario.alarm", Quiet: 100 * time.Millisecond})
 		if err != nil || len(quiet) != 1 || quiet[0].Ref != aref("plain") {
 			t.Fatalf("quiet actors = %+v, %v; want only the one without a reminder", quiet, err)
 		}
@@ -130,8 +130,8 @@ func init() {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, 10*time.Second, "three done effects, a dead one and three sends", func() bool {
-			done, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDone, Type: "scenario.outbox"})
-			dead, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"})
+			done, _ := h.Effects(ctx, host.EffectQuery{State: host.EffectDone, Type: "scenario.outbox"})
+			dead, _ := h.Effects(ctx, host.EffectQuery{State: host.EffectDead, Type: "scenario.outbox"})
 			n := 0
 			for _, d := range []string{"d1", "d2", "d3"} {
 				if a, err := be.ActorGet(ctx, aref(d)); err == nil && a.Unfinished == 0 && a.State != nil {
@@ -150,7 +150,7 @@ func init() {
 		if err != nil || res.Effects != 2 || res.Outbox != 2 || res.Broadcasts != 2 {
 			t.Fatalf("prune = %+v, %v; want the other 2 done effects, 2 delivered sends and 2 broadcasts", res, err)
 		}
-		if dead, _ := h.Effects(ctx, store.EffectListParams{State: store.EffectDead, Type: "scenario.outbox"}); len(dead) != 1 {
+		if dead, _ := h.Effects(ctx, host.EffectQuery{State: host.EffectDead, Type: "scenario.outbox"}); len(dead) != 1 {
 			t.Fatalf("pruning removed a dead effect, which is kept for inspection: %+v", dead)
 		}
 		if l := getLedger(t, h, lref("pr")); l.N != 3 {
@@ -187,9 +187,9 @@ func operatorPolicyScenario(t *testing.T, be store.Backend) {
 	if _, err := h.Tell(ctx, oref("pol"), "emit", emitArgs{Key: "pol", Seq: 1, Fatal: true}); err != nil {
 		t.Fatal(err)
 	}
-	var dead []store.EffectInfo
+	var dead []host.EffectInfo
 	testutil.Eventually(t, 10*time.Second, "the dead effect", func() bool {
-		dead, _ = h.Effects(admin, store.EffectListParams{State: store.EffectDead})
+		dead, _ = h.Effects(admin, host.EffectQuery{State: host.EffectDead})
 		return len(dead) == 1
 	})
 	deadFx := dead[0].ID
@@ -213,21 +213,24 @@ func operatorPolicyScenario(t *testing.T, be store.Backend) {
 		action string
 		call   func(context.Context) error
 	}{
-		{"dead_letter.list", func(c context.Context) error { _, err := h.DeadLetters(c, "", 0, 10); return err }},
+		{"dead_letter.list", func(c context.Context) error { _, err := h.DeadLetters(c, host.DeadLetterQuery{Limit: 10}); return err }},
 		{"actor.pause", func(c context.Context) error { _, err := h.Pause(c, lref("pol")); return err }},
 		{"actor.resume", func(c context.Context) error { _, err := h.Resume(c, lref("pol")); return err }},
 		{"actor.skip_head", func(c context.Context) error { _, err := h.SkipHead(c, lref("pol"), "x"); return err }},
 		{"actor.list", func(c context.Context) error {
-			_, err := h.Actors(c, store.ActorListParams{Type: ledgerType})
+			_, err := h.Actors(c, host.ActorQuery{Type: ledgerType})
 			return err
 		}},
 		{"actor.read", func(c context.Context) error { _, err := h.Actor(c, lref("pol")); return err }},
 		{"effect.list", func(c context.Context) error {
-			_, err := h.Effects(c, store.EffectListParams{State: store.EffectDead})
+			_, err := h.Effects(c, host.EffectQuery{State: host.EffectDead})
 			return err
 		}},
-		{"reminder.list", func(c context.Context) error { _, err := h.Reminders(c, lref("pol")); return err }},
-		{"process.list", func(c context.Context) error { _, err := h.Processes(c); return err }},
+		{"reminder.list", func(c context.Context) error {
+			_, err := h.Reminders(c, host.ReminderQuery{Ref: lref("pol")})
+			return err
+		}},
+		{"process.list", func(c context.Context) error { _, err := h.Processes(c, host.ProcessQuery{}); return err }},
 		{"migration.dry_run", func(c context.Context) error { _, err := h.DryRunMigration(c, ledgerType, nil); return err }},
 	}
 	calls = append(calls, byID(int64(ledgerDL))...)

@@ -113,7 +113,7 @@ func init() {
 		if at != 1 {
 			t.Fatalf("the one-shot fired %d times", at)
 		}
-		rs, err := h.Reminders(ctx, aref("r"))
+		rs, err := h.Reminders(ctx, host.ReminderQuery{Ref: aref("r")})
 		if err != nil || len(rs) != 1 || rs[0].Name != "tick" {
 			t.Fatalf("reminders = %+v, %v (the one-shot should be gone)", rs, err)
 		}
@@ -324,7 +324,7 @@ func init() {
 				t.Fatal(err)
 			}
 		}
-		list, err := h.Actors(ctx, store.ActorListParams{Type: ledgerType, Filter: &store.StateFilter{Path: "status", Value: "submitted"}})
+		list, err := h.Actors(ctx, host.ActorQuery{Type: ledgerType, Where: &host.StateMatch{Path: "status", Value: "submitted"}})
 		if err != nil || len(list) != 2 || list[0].Ref.ID != "dir0" || list[1].Ref.ID != "dir2" {
 			t.Fatalf("directory = %+v, %v", list, err)
 		}

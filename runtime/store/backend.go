@@ -19,6 +19,7 @@ type Backend interface {
 	Broadcasts
 	Processes
 	Admin
+	Counts
 
 	// Name is the backend's name as benchmarks and logs print it:
 	// "sqlite", "postgres" or "mysql".

@@ -110,6 +110,10 @@ type EffectListParams struct {
 	Type     string // "" = all types
 	BeforeID int64  // 0 = from the newest
 	Limit    int
+	// ID keeps one actor's effects (with Type; "" = every actor).
+	ID string
+	// MessageID keeps the effects one message's turn staged (0 = any).
+	MessageID int64
 }
 
 // ReminderClaimParams leases due reminders.

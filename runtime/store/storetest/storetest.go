@@ -38,6 +38,7 @@ func Run(t *testing.T, newBackend Factory) {
 		{"Broadcasts", broadcastTests},
 		{"Processes", processTests},
 		{"Admin", adminTests},
+		{"Counts", countTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,159 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil"
+	"github.com/ductus/ductus/runtime/store"
+)
+
+// backlog counts the scope (typ, id) and fails the test on an error.
+func backlog(t *testing.T, b store.Backend, typ, id string) store.Backlog {
+	t.Helper()
+	n, err := b.BacklogCount(testutil.Context(t), &store.BacklogCountParams{Type: typ, ID: id})
+	if err != nil {
+		t.Fatalf("backlog of %q/%q: %v", typ, id, err)
+	}
+	return n
+}
+
+// wantBacklog compares the scopes' counts with the table's.
+func wantBacklog(t *testing.T, b store.Backend, step string, want map[[2]string]store.Backlog) {
+	t.Helper()
+	for scope, w := range want {
+		if got := backlog(t, b, scope[0], scope[1]); got != w {
+			t.Errorf("%s: backlog of %q/%q = %+v, want %+v", step, scope[0], scope[1], got, w)
+		}
+	}
+}
+
+var countTests = map[string]func(*testing.T, store.Backend){
+	"EmptyIsIdle": func(t *testing.T, b store.Backend) {
+		for _, scope := range [][2]string{{"", ""}, {typeA, ""}, {typeA, "nobody"}} {
+			if n := backlog(t, b, scope[0], scope[1]); n != (store.Backlog{}) || !n.Idle() {
+				t.Errorf("backlog of %q/%q on an empty backend = %+v (idle %v)", scope[0], scope[1], n, n.Idle())
+			}
+		}
+	},
+	"IDWithoutType": func(t *testing.T, b store.Backend) {
+		_, err := b.BacklogCount(testutil.Context(t), &store.BacklogCountParams{ID: "x"})
+		if !errors.Is(err, actor.ErrInvalidArguments) {
+			t.Fatalf("an ID without a type: %v, want ErrInvalidArguments", err)
+		}
+	},
+	// WorkThroughItsLife follows one actor's work from enqueue to done and
+	// checks every scope at each step: messages ready and running, an
+	// effect, a send on its way (counted at its source and at its target),
+	// a broadcast, a dead letter and a dead effect.
+	"WorkThroughItsLife": func(t *testing.T, b store.Backend) {
+		a, other, target := ref("a"), ref("o"), actor.Ref{Type: typeB, ID: "t"}
+		enqueueN(t, b, a, 3)
+		enqueueN(t, b, other, 1)
+		all, typA, one := [2]string{"", ""}, [2]string{typeA, ""}, [2]string{typeA, "a"}
+		typB, tgt := [2]string{typeB, ""}, [2]string{typeB, "t"}
+		wantBacklog(t, b, "enqueued", map[[2]string]store.Backlog{
+			all: {Messages: 4}, typA: {Messages: 4}, one: {Messages: 3}, typB: {}, tgt: {},
+		})
+		if u := actorInfo(t, b, a).Unfinished; u != 3 {
+			t.Fatalf("the actor row counts %d unfinished, the backlog 3", u)
+		}
+
+		owner := newOwner()
+		l := claimOne(t, b, owner, a)
+		msgs := take(t, b, owner, l, 2) // running: still unfinished
+		if len(msgs) != 2 {
+			t.Fatalf("took %d messages, want 2", len(msgs))
+		}
+		wantBacklog(t, b, "two running", map[[2]string]store.Backlog{all: {Messages: 4}, one: {Messages: 3}})
+
+		commit(t, b, &store.TurnCommitParams{Owner: owner, Lease: l.LeaseRef,
+			Completed: completeAll(msgs[:1]),
+			Failed:    &store.Failure{MessageID: msgs[1].ID, Attempt: msgs[1].Attempt, Error: "poison", Dead: true},
+			Effects: []store.NewEffect{
+				{UUID: "fx-1-" + owner, Name: "mail", Args: args(1), MessageID: msgs[0].ID},
+				{UUID: "fx-2-" + owner, Name: "mail", Args: args(2), MessageID: msgs[0].ID},
+			},
+			Sends:      []store.NewSend{{To: target, Message: "hello", Args: args(nil)}},
+			Broadcasts: []store.NewBroadcast{{Name: "count", Value: args(1)}},
+		})
+		wantBacklog(t, b, "committed", map[[2]string]store.Backlog{
+			all:  {Messages: 2, Effects: 2, Sends: 1, Incoming: 1, Broadcasts: 1, DeadLetters: 1},
+			typA: {Messages: 2, Effects: 2, Sends: 1, Broadcasts: 1, DeadLetters: 1},
+			one:  {Messages: 1, Effects: 2, Sends: 1, Broadcasts: 1, DeadLetters: 1},
+			typB: {Incoming: 1},
+			tgt:  {Incoming: 1},
+		})
+		if n := backlog(t, b, typeB, "t"); n.Idle() {
+			t.Fatal("an actor with a send on its way counts as idle")
+		}
+
+		// The effect list narrows to the actor and to the staging message.
+		for _, p := range []store.EffectListParams{
+			{State: store.EffectPending, Type: typeA, ID: "a"},
+			{State: store.EffectPending, MessageID: msgs[0].ID},
+		} {
+			if fx, err := b.EffectList(testutil.Context(t), &p); err != nil || len(fx) != 2 {
+				t.Fatalf("effects of %+v = %d, %v; want 2", p, len(fx), err)
+			}
+		}
+		for _, p := range []store.EffectListParams{
+			{State: store.EffectPending, Type: typeA, ID: "o"},
+			{State: store.EffectPending, MessageID: msgs[1].ID},
+		} {
+			if fx, err := b.EffectList(testutil.Context(t), &p); err != nil || len(fx) != 0 {
+				t.Fatalf("effects of %+v = %d, %v; want none", p, len(fx), err)
+			}
+		}
+
+		// The send reaches its target: it leaves Sends and Incoming and
+		// becomes one of the target's messages.
+		rows, err := b.OutboxClaim(testutil.Context(t), &store.OutboxClaimParams{Owner: owner, TTL: time.Minute, Limit: 10})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("outbox claim = %d rows, %v", len(rows), err)
+		}
+		if _, err := b.OutboxDeliver(testutil.Context(t), &store.OutboxDeliverParams{Owner: owner, Rows: rows}); err != nil {
+			t.Fatal(err)
+		}
+		// One effect dies, the other succeeds.
+		fx, err := b.EffectClaim(testutil.Context(t), &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 10, Names: []string{"mail"}, OrderedRun: 1})
+		if err != nil || len(fx) != 2 {
+			t.Fatalf("effect claim = %d, %v", len(fx), err)
+		}
+		if err := b.EffectFinish(testutil.Context(t), &store.EffectFinishParams{Owner: owner, Outcomes: []store.EffectOutcome{
+			{ID: fx[0].ID, Attempt: fx[0].Attempt, Success: true},
+			{ID: fx[1].ID, Attempt: fx[1].Attempt, Error: "refused", Dead: true},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		wantBacklog(t, b, "delivered", map[[2]string]store.Backlog{
+			all:  {Messages: 3, Broadcasts: 1, DeadLetters: 1, DeadEffects: 1},
+			one:  {Messages: 1, Broadcasts: 1, DeadLetters: 1, DeadEffects: 1},
+			typB: {Messages: 1},
+			tgt:  {Messages: 1},
+		})
+
+		if err := b.BroadcastMarkDelivered(testutil.Context(t), []int64{latestBroadcast(t, b)}); err != nil {
+			t.Fatal(err)
+		}
+		runAll(t, b, owner, l)
+		wantBacklog(t, b, "ran the rest", map[[2]string]store.Backlog{
+			one:  {DeadLetters: 1, DeadEffects: 1},
+			typB: {Messages: 1},
+		})
+		if n := backlog(t, b, typeA, "a"); !n.Idle() {
+			t.Fatalf("an actor with only dead work is not idle: %+v", n)
+		}
+	},
+}
+
+func latestBroadcast(t *testing.T, b store.Backend) int64 {
+	t.Helper()
+	id, err := b.BroadcastLatestID(testutil.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
