@@ -79,10 +79,10 @@ var rules = []rule{
 			drivers, []string{v8}),
 	},
 	{
-		name:     "runtime/hosttest links no adapter but SQLite's, and no integration or V8",
+		name:     "runtime/hosttest links no adapter but SQLite's, and no integration (but the seam's types) or V8",
 		from:     []string{serviceTestHost},
 		forbid:   slices.Concat(ours("adapters/...", "integration/...", "realtime/...", "internal/testdb/..."), drivers, []string{v8}),
-		allow:    slices.Concat(ours("adapters/sqlite/..."), []string{"modernc.org/sqlite/..."}),
+		allow:    slices.Concat(ours("adapters/sqlite/...", "adapters/internal/..."), []string{"modernc.org/sqlite/...", engineSeam}),
 		optional: true,
 	},
 	{
