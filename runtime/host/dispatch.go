@@ -307,6 +307,7 @@ func (h *Host) listen(ctx context.Context, sig store.Signaler) {
 	for ctx.Err() == nil {
 		err := sig.Listen(ctx, func(s store.Signal) {
 			if s.Work {
+				h.poke(h.bcWake) // read only when this process has subscribers
 				h.poke(h.wake)
 				h.poke(h.fxWake)
 				h.poke(h.sendWk)

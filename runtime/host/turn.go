@@ -233,6 +233,9 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 	}
 	if len(p.Broadcasts) > 0 {
 		h.poke(h.bcWake)
+		// Other processes' subscribers (realtime) hear of it by the
+		// backend's cross-process signal, not their next broadcast poll.
+		h.signalSoon()
 	}
 	if f := p.Failed; f != nil {
 		h.countFailure(a.ref.Type, f.Dead)
