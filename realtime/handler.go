@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	h := &Handler{cfg: cfg, host: cfg.Host, met: met, log: cfg.Logger, conns: map[*conn]struct{}{}, perCaller: map[string]int{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.upgrader = websocket.Upgrader{
-		ReadBufferSize:  1024, // frames are small; larger ones read in several calls
+		ReadBufferSize:  1024,         // frames are small; larger ones read in several calls
 		WriteBufferPool: &sync.Pool{}, // an idle connection holds no write buffer
 		CheckOrigin:     h.checkOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {

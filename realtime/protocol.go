@@ -23,15 +23,15 @@ const (
 
 // Error codes of error frames (and of the refusals metric).
 const (
-	CodeBadFrame      = "bad_frame"      // not a valid client frame
+	CodeBadFrame      = "bad_frame"       // not a valid client frame
 	CodeFrameTooLarge = "frame_too_large" // over MaxFrameBytes; the connection closes
-	CodeBadToken      = "bad_token"      // malformed, unknown key or bad signature
+	CodeBadToken      = "bad_token"       // malformed, unknown key or bad signature
 	CodeTokenExpired  = "token_expired"
-	CodeTokenScope    = "token_scope"      // the token is for another ref or observables
-	CodeUnknownType   = "unknown_type"     // the ref's type is not registered
-	CodeBadRef        = "bad_ref"          // the ref's ID is invalid
+	CodeTokenScope    = "token_scope"  // the token is for another ref or observables
+	CodeUnknownType   = "unknown_type" // the ref's type is not registered
+	CodeBadRef        = "bad_ref"      // the ref's ID is invalid
 	CodeUnknownObs    = "unknown_observable"
-	CodeForbidden     = "forbidden"        // the subscription policy refused
+	CodeForbidden     = "forbidden" // the subscription policy refused
 	CodeTooManySubs   = "too_many_subscriptions"
 	CodeNotSubscribed = "not_subscribed"
 	CodeInternal      = "internal" // reading state failed; retry later
