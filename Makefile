@@ -34,6 +34,7 @@ fuzz-smoke:
 	$(GO) test ./integration/hl7 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./integration/mllp -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./integration/format -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./realtime -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME)
 
 ## bench: the benchmark harness against BACKEND (sqlite, postgres, mysql); with postgres also the River peer, in the same run
 bench:
