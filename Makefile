@@ -4,14 +4,14 @@ BACKEND  ?= sqlite
 FUZZTIME ?= 10s
 TIMEOUT  ?= 40m
 
-.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers
+.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers browser
 
 ## run: the integration engine on its bundled example project, embedded SQLite, everything on localhost
 run:
 	$(GO) run ./cmd/ductus dev
 
 ## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
-test: lint peers test-go fuzz-smoke bench-smoke
+test: lint peers browser test-go fuzz-smoke bench-smoke
 
 test-go:
 	$(GO) test -timeout $(TIMEOUT) ./...
@@ -28,6 +28,16 @@ peers:
 		if [ ! -d $(PEERS)/node_modules ] || [ $(PEERS)/package-lock.json -nt $(PEERS)/node_modules ]; then \
 			npm ci --prefix $(PEERS) --no-audit --no-fund --loglevel=error && touch $(PEERS)/node_modules; fi; \
 	else echo "npm not found: the node MLLP peer tests will skip (and fail with CI=true)"; fi
+
+## browser: headless Debian chromium and playwright-core (pinned by e2e/package-lock.json) for the browser tests (e2e/)
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if command -v apt-get >/dev/null 2>&1; then apt-get update && apt-get install -y chromium; \
+		else echo "no /usr/bin/chromium and no apt-get: the browser tests will skip (and fail with CI=true)"; fi; fi
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d e2e/node_modules ] || [ e2e/package-lock.json -nt e2e/node_modules ]; then \
+			npm ci --prefix e2e --no-audit --no-fund --loglevel=error && touch e2e/node_modules; fi; \
+	else echo "npm not found: the browser tests will skip (and fail with CI=true)"; fi
 
 ## fuzz-smoke: each network parser's fuzz target for FUZZTIME
 fuzz-smoke:

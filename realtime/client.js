@@ -132,18 +132,25 @@
   // data-observable="name" (numbers and strings as text, other values as
   // JSON), and its refusal in any [data-realtime-error] element.
   function bind(root, sub) {
+    // all includes root itself when it matches, so bind(el, sub) on a
+    // single marked element works.
+    function all(sel) {
+      const found = Array.from(root.querySelectorAll(sel));
+      if (root.matches && root.matches(sel)) found.unshift(root);
+      return found;
+    }
     function render(kind, arg) {
       if (kind === "error") {
-        for (const el of root.querySelectorAll("[data-realtime-error]")) el.textContent = arg.code + ": " + arg.message;
+        for (const el of all("[data-realtime-error]")) el.textContent = arg.code + ": " + arg.message;
         return;
       }
-      for (const el of root.querySelectorAll("[data-observable]")) {
+      for (const el of all("[data-observable]")) {
         const name = el.getAttribute("data-observable");
         if (!(name in sub.values)) continue;
         const v = sub.values[name];
         el.textContent = typeof v === "string" || typeof v === "number" ? String(v) : JSON.stringify(v);
       }
-      for (const el of root.querySelectorAll("[data-realtime-version]")) el.textContent = String(sub.version);
+      for (const el of all("[data-realtime-version]")) el.textContent = String(sub.version);
     }
     sub.listeners.push(render);
     if (sub.version !== null) render("change");

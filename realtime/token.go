@@ -24,6 +24,8 @@ var (
 	ErrTokenScope      = errors.New("realtime: token does not cover this subscription")
 )
 
+var b64 = base64.RawURLEncoding.Strict()
+
 // MinKeyBytes is the shortest signing key a Keyring accepts.
 const MinKeyBytes = 32
 
@@ -116,14 +118,16 @@ func (k Keyring) Verify(token string, now time.Time) (Claims, error) {
 	if !known {
 		return Claims{}, fmt.Errorf("%w: %q", ErrTokenUnknownKey, truncate(kid, 40))
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	// Strict: a last character differing only in its unused bits would
+	// otherwise decode to the same signature, so a changed token passed.
+	sig, err := b64.DecodeString(sig64)
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: signature is not base64url", ErrTokenMalformed)
 	}
 	if !hmac.Equal(sig, mac(key, kid+"."+payload64)) {
 		return Claims{}, ErrTokenSignature
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload64)
+	raw, err := b64.DecodeString(payload64)
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: payload is not base64url", ErrTokenMalformed)
 	}

@@ -38,6 +38,7 @@ func TestTokenRotation(t *testing.T) {
 		{"signed with another key under the same ID", Keyring{Current: "k2", Keys: map[string][]byte{"k2": []byte(strings.Repeat("z", 32))}}, tokNew, ErrTokenSignature},
 		{"two dots missing", testKeys, "k2.abc", ErrTokenMalformed},
 		{"extra part", testKeys, tokNew + ".x", ErrTokenMalformed},
+		{"last character's unused bits changed", testKeys, flipLowBit(tokNew), ErrTokenMalformed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,4 +80,12 @@ func TestKeyringValidate(t *testing.T) {
 	if _, err := testKeys.Sign(Claims{Ref: actor.Ref{Type: tallyType, ID: "x"}, Expires: time.Now()}); err == nil {
 		t.Fatal("Sign accepted claims without observables")
 	}
+}
+
+// flipLowBit changes the last character of tok to the one whose 6 bits
+// differ only in the lowest (unused by a 32-byte signature's encoding).
+func flipLowBit(tok string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, tok[len(tok)-1])
+	return tok[:len(tok)-1] + string(alphabet[i^1])
 }
