@@ -45,8 +45,9 @@ type item struct {
 	kind    itemKind
 	sub     *sub
 	version int64
-	name    string          // update
-	value   json.RawMessage // update
+	name    string                     // update
+	value   json.RawMessage            // update
+	frame   *websocket.PreparedMessage // update, framed once for all
 	values  map[string]json.RawMessage
 	err     *errorFrame
 }
@@ -118,7 +119,7 @@ func (c *conn) enqueueUpdate(s *sub, e entry) {
 		c.kick()
 		return
 	}
-	c.queue = append(c.queue, item{kind: kindUpdate, sub: s, version: e.id, name: e.name, value: e.value})
+	c.queue = append(c.queue, item{kind: kindUpdate, sub: s, version: e.id, name: e.name, value: e.value, frame: e.frame})
 	c.kick()
 }
 
@@ -171,6 +172,14 @@ func (c *conn) write(batch []item) error {
 		var frame any
 		switch it.kind {
 		case kindUpdate:
+			if it.frame != nil && (i+1 == len(batch) || batch[i+1].kind != kindUpdate || batch[i+1].sub != it.sub) {
+				c.h.met.updates.Inc()
+				_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+				if err := c.ws.WritePreparedMessage(it.frame); err != nil {
+					return err
+				}
+				continue
+			}
 			changes := map[string]json.RawMessage{it.name: it.value}
 			version := it.version
 			for i+1 < len(batch) && batch[i+1].kind == kindUpdate && batch[i+1].sub == it.sub {

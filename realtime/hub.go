@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"
 )
@@ -18,6 +20,18 @@ type entry struct {
 	name  string
 	value json.RawMessage
 	at    time.Time
+	// frame is this change as an update frame, framed once for every
+	// subscriber (nil if it could not be prepared: each write encodes it).
+	frame *websocket.PreparedMessage
+}
+
+// prepare frames e once as an update of ref.
+func (e *entry) prepare(ref actor.Ref) {
+	b, err := json.Marshal(updateFrame{Op: OpUpdate, Ref: ref, Version: e.id, Changes: map[string]json.RawMessage{e.name: e.value}})
+	if err != nil {
+		return
+	}
+	e.frame, _ = websocket.NewPreparedMessage(websocket.TextMessage, b)
 }
 
 // refState is what the hub knows of one actor: its latest version, the
@@ -69,6 +83,9 @@ func (h *hub) publish(b host.Broadcast) {
 		return // seen already (the host re-reads gaps), or older than this process
 	}
 	e := entry{id: b.ID, name: b.Name, value: b.Value, at: now}
+	if len(rs.subs) > 0 {
+		e.prepare(b.Ref)
+	}
 	rs.ring = append(rs.ring, e)
 	rs.latest = max(rs.latest, b.ID)
 	h.trim(rs, now)
