@@ -235,7 +235,8 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 		h.poke(h.bcWake)
 		// Other processes' subscribers (realtime) hear of it by the
 		// backend's cross-process signal, not their next broadcast poll.
-		h.signalSoon()
+		h.ntWantB.Store(true)
+		h.poke(h.ntWake)
 	}
 	if f := p.Failed; f != nil {
 		h.countFailure(a.ref.Type, f.Dead)
