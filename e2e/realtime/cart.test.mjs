@@ -66,6 +66,7 @@ async function text(page, sel) {
 }
 
 const cart = "e2e-" + Date.now().toString(36);
+const began = Date.now();
 let server = await startServer("127.0.0.1:0");
 const browser = await chromium.launchPersistentContext(join(dir, "profile"), {
   executablePath: "/usr/bin/chromium",
@@ -75,9 +76,10 @@ const browser = await chromium.launchPersistentContext(join(dir, "profile"), {
 });
 let failed = 0;
 async function test(name, fn) {
+  const start = Date.now();
   try {
     await fn();
-    console.log("ok - " + name);
+    console.log("ok - " + name + ` (${Date.now() - start} ms)`);
   } catch (e) {
     failed++;
     console.log("not ok - " + name + "\n  " + String(e && e.stack || e).split("\n").join("\n  "));
@@ -85,6 +87,7 @@ async function test(name, fn) {
 }
 
 try {
+  console.log(`# server and browser started in ${Date.now() - began} ms`);
   const a = await browser.newPage();
   const b = await browser.newPage();
   for (const p of [a, b]) {
