@@ -239,7 +239,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, caller, err := h.identify(r)
 	if err != nil {
-		h.met.refusals.WithLabelValues("unauthenticated").Inc()
+		h.met.refusals.WithLabelValues(CodeUnauthenticated).Inc()
 		http.Error(w, "realtime: "+err.Error(), http.StatusUnauthorized)
 		return
 	}

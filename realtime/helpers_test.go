@@ -99,7 +99,9 @@ func startServer(t *testing.T, h *host.Host, mod ...func(*Config)) *server {
 	reg := prometheus.NewRegistry()
 	cfg := Config{Host: h, Keys: testKeys, Metrics: reg, Logger: testutil.Logger(),
 		Identify: func(r *http.Request) (string, any, error) {
-			if u := r.URL.Query().Get("user"); u != "" {
+			if u := r.URL.Query().Get("user"); u == "blocked" {
+				return "", nil, errors.New("this user may not connect")
+			} else if u != "" {
 				return u, u, nil
 			}
 			return "anonymous", nil, nil

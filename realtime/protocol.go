@@ -36,8 +36,9 @@ const (
 	CodeNotSubscribed = "not_subscribed"
 	CodeInternal      = "internal" // reading state failed; retry later
 	// Refused before the upgrade, as HTTP statuses (counted, never framed).
-	CodeOrigin       = "origin"
-	CodeTooManyConns = "too_many_connections"
+	CodeOrigin          = "origin"
+	CodeTooManyConns    = "too_many_connections"
+	CodeUnauthenticated = "unauthenticated" // Config.Identify refused the request
 )
 
 // clientFrame is a decoded frame from the client.

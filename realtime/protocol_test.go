@@ -170,6 +170,9 @@ func TestConnectionRefusals(t *testing.T) {
 	if got := status(srv.url, http.Header{"Origin": {"http://evil.example"}}); got != http.StatusForbidden {
 		t.Fatalf("foreign origin: HTTP %d, want 403", got)
 	}
+	if got := status(srv.url+"?user=blocked", nil); got != http.StatusUnauthorized {
+		t.Fatalf("a caller Identify refuses: HTTP %d, want 401", got)
+	}
 	same := "http://" + strings.TrimPrefix(srv.srv.URL, "http://")
 	a := dial(t, srv.url+"?user=u1", http.Header{"Origin": {same}})
 	dial(t, srv.url+"?user=u1", nil)
