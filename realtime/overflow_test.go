@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ductus/ductus/actor"
 )
@@ -36,6 +37,7 @@ func TestOverflowSendsSnapshot(t *testing.T) {
 			sc.writing, held = true, true
 		}
 		sc.qmu.Unlock()
+		time.Sleep(time.Millisecond)
 	}
 
 	for i := 1; i <= 10; i++ {
