@@ -4,14 +4,14 @@ BACKEND  ?= sqlite
 FUZZTIME ?= 10s
 TIMEOUT  ?= 40m
 
-.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers module-test
+.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers browser module-test
 
 ## run: the integration engine on its bundled example project, embedded SQLite, everything on localhost
 run:
 	$(GO) run ./cmd/ductus dev
 
 ## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
-test: lint peers test-go module-test fuzz-smoke bench-smoke
+test: lint peers browser test-go module-test fuzz-smoke bench-smoke
 
 test-go:
 	$(GO) test -timeout $(TIMEOUT) ./...
@@ -44,11 +44,23 @@ module-test:
 		if [ -n "$$bad" ]; then echo "$(MODULE) pulls in what a service must not get:"; echo "$$bad"; exit 1; fi
 	cd $(MODULE) && $(GO) run . && $(GO) test -count=1 ./...
 
+## browser: headless Debian chromium and playwright-core (pinned by e2e/package-lock.json) for the browser tests (e2e/)
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if command -v apt-get >/dev/null 2>&1; then apt-get update && apt-get install -y chromium; \
+		else echo "no /usr/bin/chromium and no apt-get: the browser tests will skip (and fail with CI=true)"; fi; fi
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d e2e/node_modules ] || [ e2e/package-lock.json -nt e2e/node_modules ]; then \
+			npm ci --prefix e2e --no-audit --no-fund --loglevel=error && touch e2e/node_modules; fi; \
+	else echo "npm not found: the browser tests will skip (and fail with CI=true)"; fi
+
 ## fuzz-smoke: each network parser's fuzz target for FUZZTIME
 fuzz-smoke:
 	$(GO) test ./integration/hl7 -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./integration/mllp -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./integration/format -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./realtime -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./integration/charset -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 
 ## bench: the benchmark harness against BACKEND (sqlite, postgres, mysql); with postgres also the River peer, in the same run
 bench:

@@ -19,8 +19,9 @@ import (
 // the runtime's debounced work signal for plain Tells, one row per burst
 // of enqueues instead of one row in each enqueue's transaction).
 const (
-	signalWork = 1
-	signalDone = 2
+	signalWork      = 1
+	signalDone      = 2
+	signalBroadcast = 3 // observable changes committed (older binaries skip the kind)
 
 	signalPage      = 5000
 	signalRetention = time.Minute
@@ -133,6 +134,8 @@ func (b *Backend) pollSignals(ctx context.Context, cursor *int64, gaps map[int64
 		switch kind {
 		case signalWork:
 			sig.Work = true
+		case signalBroadcast:
+			sig.Broadcast = true
 		case signalDone:
 			if msg.Valid {
 				sig.Done = append(sig.Done, msg.Int64)
@@ -142,7 +145,7 @@ func (b *Backend) pollSignals(ctx context.Context, cursor *int64, gaps map[int64
 	if err := rows.Err(); err != nil {
 		return n, classify("poll signals", err)
 	}
-	if sig.Work || len(sig.Done) > 0 {
+	if sig.Work || sig.Broadcast || len(sig.Done) > 0 {
 		fn(sig)
 	}
 	return n, nil
@@ -170,6 +173,11 @@ func (b *Backend) cleanSignals(ctx context.Context) error {
 func (b *Backend) Notify(ctx context.Context, s store.Signal) error {
 	if s.Work {
 		if _, err := b.execCount(ctx, "notify other processes", `INSERT INTO ductus_signals (kind, created_at) VALUES (1, NOW(6))`); err != nil {
+			return err
+		}
+	}
+	if s.Broadcast {
+		if _, err := b.execCount(ctx, "notify other processes", `INSERT INTO ductus_signals (kind, created_at) VALUES (3, NOW(6))`); err != nil {
 			return err
 		}
 	}

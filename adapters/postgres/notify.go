@@ -173,6 +173,9 @@ func parseSignal(payload string) (store.Signal, bool) {
 	if payload == "w" {
 		return store.Signal{Work: true}, true
 	}
+	if payload == "b" {
+		return store.Signal{Broadcast: true}, true
+	}
 	if pk, ok := strings.CutPrefix(payload, "w:"); ok {
 		n, err := strconv.ParseInt(pk, 10, 64)
 		if err != nil {
@@ -200,6 +203,11 @@ func parseSignal(payload string) (store.Signal, bool) {
 func (b *Backend) Notify(ctx context.Context, s store.Signal) error {
 	if s.Work {
 		if _, err := b.pool.Exec(ctx, sqlNotify, b.channel, "w"); err != nil {
+			return classify("notify other processes", err)
+		}
+	}
+	if s.Broadcast {
+		if _, err := b.pool.Exec(ctx, sqlNotify, b.channel, "b"); err != nil {
 			return classify("notify other processes", err)
 		}
 	}

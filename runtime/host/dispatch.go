@@ -306,6 +306,9 @@ func (h *Host) executorLoop(ctx context.Context) {
 func (h *Host) listen(ctx context.Context, sig store.Signaler) {
 	for ctx.Err() == nil {
 		err := sig.Listen(ctx, func(s store.Signal) {
+			if s.Broadcast {
+				h.poke(h.bcWake) // read only when this process has subscribers
+			}
 			if s.Work {
 				h.poke(h.wake)
 				h.poke(h.fxWake)

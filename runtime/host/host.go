@@ -42,6 +42,7 @@ type Host struct {
 	ntWake  chan struct{}      // the debounced cross-process notifier
 	ntWant  atomic.Bool        // a work signal is owed to other processes
 	ntOn    atomic.Bool        // the notifier loop runs (signalSoon is heard)
+	ntWantB atomic.Bool        // a commit wrote broadcasts: signal other processes
 	sendWk  chan struct{}      // outbox worker
 	bcWake  chan struct{}      // broadcast tailer
 	bcStale atomic.Bool        // the tailer skipped reads (no subscribers)
@@ -360,8 +361,9 @@ func (h *Host) notifyLoop(ctx context.Context, n store.Notifier) {
 		case <-h.ntWake:
 		}
 		sleep(ctx, window)
-		if h.ntWant.Swap(false) {
-			if err := n.Notify(ctx, store.Signal{Work: true}); err != nil && ctx.Err() == nil {
+		work, bc := h.ntWant.Swap(false), h.ntWantB.Swap(false)
+		if work || bc {
+			if err := n.Notify(ctx, store.Signal{Work: work, Broadcast: bc}); err != nil && ctx.Err() == nil {
 				h.log.Warn("waking other processes failed; they find the work at their next poll", "err", err)
 			}
 			if interval > window {

@@ -233,6 +233,10 @@ func (h *Host) runBatch(ctx context.Context, a *activation, msgs []store.Message
 	}
 	if len(p.Broadcasts) > 0 {
 		h.poke(h.bcWake)
+		// Other processes' subscribers (realtime) hear of it by the
+		// backend's cross-process signal, not their next broadcast poll.
+		h.ntWantB.Store(true)
+		h.poke(h.ntWake)
 	}
 	if f := p.Failed; f != nil {
 		h.countFailure(a.ref.Type, f.Dead)

@@ -175,8 +175,12 @@ type Tx interface {
 
 // Signal is a cross-process wake-up.
 type Signal struct {
-	Work bool    // new work was enqueued somewhere
-	Done []int64 // these messages finished
+	Work bool // new work was enqueued somewhere
+	// Broadcast: observable changes were committed somewhere (a process
+	// with realtime subscribers reads them at once, not at its next poll).
+	// An older binary ignores it.
+	Broadcast bool
+	Done      []int64 // these messages finished
 	// PKs, when set with Work, names the actors the work went to (an
 	// adapter may know them): a process holding them runs them at once,
 	// without looking for what is due.

@@ -166,8 +166,8 @@ func notifierDebounced(t *testing.T, open func(t *testing.T) store.Backend) {
 	}
 }
 
-// notifierAcrossPools: Notify's work and done signals reach a listener on
-// another pool.
+// notifierAcrossPools: Notify's work, done and broadcast signals reach a
+// listener on another pool.
 func notifierAcrossPools(t *testing.T, open func(t *testing.T) store.Backend) {
 	ctx := testutil.Context(t)
 	sender, other := open(t), open(t)
@@ -188,6 +188,10 @@ func notifierAcrossPools(t *testing.T, open func(t *testing.T) store.Backend) {
 		t.Fatal(err)
 	}
 	waitFor(t, ch, "work", func(s store.Signal) bool { return s.Work })
+	if err := n.Notify(ctx, store.Signal{Broadcast: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, "broadcast", func(s store.Signal) bool { return s.Broadcast })
 }
 
 // gatedNotifier counts Notify calls and holds the first until release.
