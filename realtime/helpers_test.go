@@ -198,10 +198,11 @@ func (c *client) sendRaw(typ int, b []byte) {
 	}
 }
 
-// next reads one frame, failing after 10 s.
+// next reads one frame, failing after 30 s (generous: the machine the
+// suites run on is shared, and a worker process may take seconds to start).
 func (c *client) next() frame {
 	c.t.Helper()
-	_ = c.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var f frame
 	if err := c.ws.ReadJSON(&f); err != nil {
 		c.t.Fatalf("reading a frame: %v", err)
