@@ -40,7 +40,9 @@ func allScenarios() []scenario {
 		{"continuous_split", continuousSplit, []string{"split_enqueue", "split_enqueue_client_cpu_us", "split_enqueue_server_cpu_us", "split_process", "split_process_client_cpu_us", "split_process_server_cpu_us"}},
 		{"continuous_tell_process", continuousTellProcess, []string{"continuous_tell_process_client_cpu_us", "continuous_tell_process_server_cpu_us"}},
 		{"queue_read", queueRead, []string{"queue_read_1k_history_ms", "queue_read_1m_history_ms"}},
-		{"realtime_update_latency", realtimeLatency, []string{"realtime_update_latency_p50_ms", "realtime_update_latency_p99_ms"}}, {"realtime_updates_per_s", realtimeThroughput, nil}, {"realtime_idle_connection_kb", realtimeIdle, nil},
+		{"realtime_update_latency", realtimeLatency, []string{"realtime_update_latency_p50_ms", "realtime_update_latency_p99_ms"}},
+		{"realtime_updates_per_s", realtimeThroughput, nil},
+		{"realtime_idle_connection_kb", realtimeIdle, nil},
 	}
 }
 

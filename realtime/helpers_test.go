@@ -55,12 +55,6 @@ func secretPolicy(ctx context.Context, req actor.Request) error {
 	return nil
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 var testKeys = Keyring{Current: "k2", Keys: map[string][]byte{
 	"k1": []byte("0123456789abcdef0123456789abcdef-one"),
 	"k2": []byte("0123456789abcdef0123456789abcdef-two"),
@@ -78,7 +72,7 @@ func startHost(t *testing.T, be store.Backend, mod ...func(*host.Config)) *host.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(testCtx(t)); err != nil {
+	if err := h.Start(testutil.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
@@ -109,7 +103,7 @@ func startServer(t *testing.T, h *host.Host, mod ...func(*Config)) *server {
 	for _, m := range mod {
 		m(&cfg)
 	}
-	rt, err := New(testCtx(t), cfg)
+	rt, err := New(testutil.Context(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,16 +278,9 @@ func (c *client) untilValue(name string, want int) frame {
 	return frame{}
 }
 
-func tell(t *testing.T, h *host.Host, ref actor.Ref, msg string, args any) {
-	t.Helper()
-	if _, err := h.Tell(testCtx(t), ref, msg, args); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func ask(t *testing.T, h *host.Host, ref actor.Ref, msg string, args any) {
 	t.Helper()
-	if _, err := h.Ask(testCtx(t), ref, msg, args); err != nil {
+	if _, err := h.Ask(testutil.Context(t), ref, msg, args); err != nil {
 		t.Fatal(fmt.Errorf("ask %s %s: %w", ref, msg, err))
 	}
 }

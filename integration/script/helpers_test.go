@@ -76,7 +76,6 @@ func text(payload string) Input {
 // records is a slog handler that keeps what it is given.
 type records struct {
 	mu    sync.Mutex
-	attrs []slog.Attr
 	lines []recordLine
 }
 
