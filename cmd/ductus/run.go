@@ -164,7 +164,7 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	be, err := engine.OpenDatabase(ctx, proj.Engine.Database)
+	be, err := engine.OpenDatabase(ctx, proj.Engine.Database, logger(proj, stderr))
 	if err != nil {
 		return err
 	}

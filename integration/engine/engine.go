@@ -99,13 +99,14 @@ type source interface {
 }
 
 // OpenDatabase opens a project's database and migrates it: the runtime's
-// migration line (the adapter's Open) and the engine's own (migrate).
-func OpenDatabase(ctx context.Context, db config.Database) (ixstore.Backend, error) {
+// migration line (the adapter's Open) and the engine's own (migrate). The
+// adapter logs its own lines (connected, a lost LISTEN connection) to log.
+func OpenDatabase(ctx context.Context, db config.Database, log *slog.Logger) (ixstore.Backend, error) {
 	// The engine opens its database the way any service does, through
 	// dburl; the configuration has already turned the project's database
 	// URL into a driver and a DSN (a relative SQLite path resolved against
 	// the project).
-	be, err := dburl.Target{Driver: db.Driver, DSN: db.DSN}.OpenEngine(ctx, dburl.Options{})
+	be, err := dburl.Target{Driver: db.Driver, DSN: db.DSN}.OpenEngine(ctx, dburl.Options{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("engine: open the %s database: %w", db.Driver, err)
 	}
@@ -161,7 +162,7 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 			return nil, err
 		}
 	} else {
-		be, err := OpenDatabase(ctx, proj.Engine.Database)
+		be, err := OpenDatabase(ctx, proj.Engine.Database, e.log)
 		if err != nil {
 			e.scripts.Close()
 			return nil, err
