@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -405,5 +404,3 @@ func scanInts(into *[]int64) func(*sql.Rows) error {
 		return nil
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/ductus/ductus/internal/testutil"
 	"io/fs"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 const exampleProject = "../../examples/hospital"

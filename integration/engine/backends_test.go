@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/ductus/ductus/integration/ixstore"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
 
 	"github.com/ductus/ductus/adapters/mysql"
 	"github.com/ductus/ductus/adapters/postgres"

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/hl7"

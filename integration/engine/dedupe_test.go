@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
+	"github.com/ductus/ductus/internal/testutil"
 )
 
 func dedupeProject(t *testing.T, api, window string) map[string]string {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/integration/msgstore"
 )

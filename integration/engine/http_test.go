@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/integration/msgstore"
 )

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"io"
 	"net"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/mllpnet"

@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"github.com/ductus/ductus/integration/ixstore"
-	"github.com/ductus/ductus/internal/testutil"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/integration/ixstore"
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/runtime/host"
 )

@@ -1,9 +1,10 @@
 package host
 
 import (
-	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 )

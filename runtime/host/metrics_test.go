@@ -2,9 +2,10 @@ package host
 
 import (
 	"errors"
-	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/prometheus/client_golang/prometheus"
 

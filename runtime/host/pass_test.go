@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"

@@ -2,10 +2,11 @@ package host
 
 import (
 	"errors"
-	"github.com/ductus/ductus/internal/testutil"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/ductus/ductus/internal/testutil"
 	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"

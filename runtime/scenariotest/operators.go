@@ -3,10 +3,11 @@ package scenariotest
 import (
 	"context"
 	"errors"
-	"github.com/ductus/ductus/internal/testutil"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"

@@ -8,12 +8,13 @@ package scenariotest
 import (
 	"context"
 	"fmt"
-	"github.com/ductus/ductus/internal/testutil"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/host"

@@ -73,7 +73,8 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 	if b, ok := c.Conn.(driver.ConnBeginTx); ok {
 		tx, err = b.BeginTx(ctx, opts)
 	} else {
-		tx, err = c.Conn.Begin() //nolint:staticcheck // the fallback database/sql itself uses
+		//lint:ignore SA1019 the fallback database/sql itself uses for a driver without BeginTx
+		tx, err = c.Conn.Begin()
 	}
 	if err != nil {
 		return nil, err
@@ -124,7 +125,8 @@ func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.Exec(vals) //nolint:staticcheck // fallback for old drivers
+	//lint:ignore SA1019 the fallback for a driver without ExecContext, as in database/sql
+	return s.Stmt.Exec(vals)
 }
 
 func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -136,7 +138,8 @@ func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.Query(vals) //nolint:staticcheck // fallback for old drivers
+	//lint:ignore SA1019 the fallback for a driver without QueryContext, as in database/sql
+	return s.Stmt.Query(vals)
 }
 
 func (s *countingStmt) CheckNamedValue(nv *driver.NamedValue) error {

@@ -1,9 +1,10 @@
 package storetest
 
 import (
-	"github.com/ductus/ductus/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/ductus/ductus/internal/testutil"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/runtime/store"
