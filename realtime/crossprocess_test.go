@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil/backendtest"
 	"github.com/ductus/ductus/runtime/host"
 )
 
 // helperEnv makes the test binary a worker process (TestMain): it opens
-// the database named by the JSON dbSpec, asks "add" 1 to the actor
+// the database named by the JSON backendtest.Spec, asks "add" 1 to the actor
 // RT_HELPER_ID RT_HELPER_N times, 50 ms apart, printing each Ask's return
 // time (Unix ns), and exits.
 const helperEnv = "RT_HELPER_SPEC"
@@ -30,11 +31,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	backendtest.DropAll()
+	os.Exit(code)
 }
 
 func helperMain() error {
-	var spec dbSpec
+	var spec backendtest.Spec
 	if err := json.Unmarshal([]byte(os.Getenv(helperEnv)), &spec); err != nil {
 		return err
 	}
@@ -44,7 +47,7 @@ func helperMain() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	be, err := spec.open(ctx)
+	be, err := spec.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -75,13 +78,13 @@ func helperMain() error {
 func TestTwoProcesses(t *testing.T) {
 	for _, mk := range []struct {
 		name string
-		spec func(*testing.T) dbSpec
-	}{{"postgres", postgresSpec}, {"mysql", mysqlSpec}} {
+		spec func(testing.TB) backendtest.Spec
+	}{{"postgres", backendtest.Postgres}, {"mysql", backendtest.MySQL}} {
 		t.Run(mk.name, func(t *testing.T) {
 			spec := mk.spec(t)
 			// This process only observes: a client-only host, with a
 			// safety-net poll slow enough that the signal must do the work.
-			h := startHost(t, spec.openT(t), func(c *host.Config) { c.NoWorkers = true; c.Workers = 0; c.PollInterval = 2 * time.Second })
+			h := startHost(t, spec.OpenT(t), func(c *host.Config) { c.NoWorkers = true; c.Workers = 0; c.PollInterval = 2 * time.Second })
 			srv := startServer(t, h)
 			ref := actor.Ref{Type: tallyType, ID: "xp"}
 			c := dial(t, srv.url, nil)

@@ -9,14 +9,15 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil/backendtest"
 )
 
 // TestSnapshotUpdateUnsubscribe covers the normal life of a subscription on
 // every backend: snapshot, updates with growing versions, observables
 // filtered, unsubscribe.
 func TestSnapshotUpdateUnsubscribe(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, spec dbSpec) {
-		h := startHost(t, spec.openT(t))
+	forEachBackend(t, func(t *testing.T, spec backendtest.Spec) {
+		h := startHost(t, spec.OpenT(t))
 		srv := startServer(t, h)
 		ref := actor.Ref{Type: tallyType, ID: "a"}
 		ask(t, h, ref, "add", 2)

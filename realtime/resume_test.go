@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/internal/testutil/backendtest"
 )
 
 // TestResume: a client that reconnects with since gets exactly the changes
 // it missed while they are retained, else a snapshot, on every backend.
 func TestResume(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, spec dbSpec) {
-		h := startHost(t, spec.openT(t))
+	forEachBackend(t, func(t *testing.T, spec backendtest.Spec) {
+		h := startHost(t, spec.OpenT(t))
 		srv := startServer(t, h, func(c *Config) { c.RetainUpdates = 3 })
 		ref := actor.Ref{Type: tallyType, ID: "r"}
 		c := dial(t, srv.url, nil)

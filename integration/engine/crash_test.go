@@ -21,6 +21,7 @@ import (
 
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
+	"github.com/ductus/ductus/internal/testutil/backendtest"
 
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/hl7"
@@ -31,7 +32,7 @@ import (
 
 const (
 	envEngineChild   = "DUCTUS_ENGINE_CRASH_CHILD"
-	envEngineChildDB = "DUCTUS_ENGINE_CRASH_DB" // a backendSpec as JSON
+	envEngineChildDB = "DUCTUS_ENGINE_CRASH_DB" // a backendtest.Spec as JSON
 )
 
 // TestMain runs the tests, or, in a re-executed child, an engine on the
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(engineChild(dir))
 	}
 	code := m.Run()
-	dropTestDatabases()
+	backendtest.DropAll()
 	os.Exit(code)
 }
 
@@ -55,12 +56,12 @@ func engineChild(dir string) int {
 	defer stop()
 	var be ixstore.Backend
 	if raw := os.Getenv(envEngineChildDB); raw != "" {
-		var spec backendSpec
+		var spec backendtest.Spec
 		if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 			fmt.Fprintln(os.Stderr, "child: the database:", err)
 			return 2
 		}
-		if be, err = spec.open(ctx); err != nil {
+		if be, err = spec.Open(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "child: open the database:", err)
 			return 2
 		}
@@ -121,10 +122,10 @@ func TestEngineSIGKILLUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: full mode only")
 	}
-	forEachBackendSpec(t, engineSIGKILLUnderLoad)
+	backendtest.ForEach(t, engineSIGKILLUnderLoad)
 }
 
-func engineSIGKILLUnderLoad(t *testing.T, spec backendSpec) {
+func engineSIGKILLUnderLoad(t *testing.T, spec backendtest.Spec) {
 	dbSpec, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
