@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,12 @@ func (r *runner) printSplit(name string, from, to mark, n int) {
 // printCPU prints name_client_cpu_us (this process) and, when the server
 // is local, name_server_cpu_us: CPU between the marks per message.
 func (r *runner) printCPU(name string, from, to mark, n int) {
+	if n <= 0 {
+		// A smoke run's window can close before a message finishes: a
+		// figure per message of none would print a garbage value.
+		fmt.Fprintf(os.Stderr, "    %s: no message finished in the measured window; no CPU figures\n", name)
+		return
+	}
 	r.print(name+"_client_cpu_us", float64((to.self-from.self).Microseconds())/float64(n), "us/msg", n)
 	if from.server >= 0 && to.server >= 0 {
 		r.print(name+"_server_cpu_us", float64((to.server-from.server).Microseconds())/float64(n), "us/msg", n)
