@@ -77,6 +77,7 @@ type Engine struct {
 	met     *metrics
 	reg     *prometheus.Registry
 	opts    Options
+	group   groupCommit
 
 	mu        sync.Mutex
 	sources   []source

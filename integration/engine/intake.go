@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/config"
+	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/runtime/store"
 )
@@ -29,6 +31,10 @@ type Record struct {
 	// new ID; it is stored with the message, so a duplicate is answered
 	// with the original's ACK again.
 	ACK func(id string) ([]byte, error)
+	// Parsed, when set, is Payload already parsed as HL7 v2 (read-only): the
+	// ordering and dedupe keys are read from it rather than from a parse of
+	// their own, so a message is parsed once between socket and store.
+	Parsed *hl7.Message
 	// Reject, when set, stores the record for audit with status rejected
 	// and this reason, and queues it nowhere (a file record too large, a
 	// CSV row that does not fit the header, a body not of the format).
@@ -58,7 +64,8 @@ var ErrStore = errors.New("engine: storing failed")
 // Intake stores records of an interface in one transaction: the messages
 // (payload once), each destination's lane message, dedupe claims and source
 // state; then it wakes the lanes. Only after it returns nil may a source
-// acknowledge (persist before acknowledge).
+// acknowledge (persist before acknowledge). Concurrent calls share a
+// transaction (groupcommit.go); each still gets only its own answer.
 func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state *StateWrite) ([]Stored, error) {
 	ir, ok := e.ifaces[iface]
 	if !ok {
@@ -68,24 +75,13 @@ func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state 
 		e.met.intakeErrors.WithLabelValues(iface).Inc()
 		return nil, fmt.Errorf("%w: %w: %s", ErrStore, ErrInterfaceStopped, iface)
 	}
-	var out []Stored
-	var pks []int64
-	// Only a failure that certainly rolled back is run again here: after an
-	// ambiguous one (the connection lost during the commit) the records may
-	// be stored, and the source, which has not acknowledged, decides (an
-	// MLLP sender resends after AE and dedupe can catch it; a file resumes
-	// from its committed progress).
-	err := store.RetryWhen(ctx, 5, store.IsRolledBack, func() error {
-		var err error
-		out, pks, err = e.intakeTx(ctx, ir, recs, state)
-		return err
-	})
-	if err != nil {
+	req := &intakeReq{ctx: ctx, ir: ir, recs: recs, state: state}
+	e.group.do(req, e.commitGroup)
+	if req.err != nil {
 		e.met.intakeErrors.WithLabelValues(iface).Inc()
-		return nil, fmt.Errorf("%w: %s: %v", ErrStore, iface, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrStore, iface, req.err)
 	}
-	e.rt.Notify(pks)
-	for _, s := range out {
+	for _, s := range req.out {
 		switch {
 		case s.Existing:
 		case s.Duplicate:
@@ -94,104 +90,188 @@ func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state 
 			e.met.received.WithLabelValues(iface).Inc()
 		}
 	}
-	return out, nil
+	return req.out, nil
 }
 
-func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, state *StateWrite) ([]Stored, []int64, error) {
-	cfg := ir.cfg
+// commitGroup stores a batch of intakes in one transaction and sets each
+// request's answer; then it wakes the lanes it queued to.
+//
+// Only a failure that certainly rolled back is run again: after an
+// ambiguous one (the connection lost during the commit) the records may be
+// stored, and each source, which has not acknowledged, decides (an MLLP
+// sender resends after AE and dedupe can catch it; a file resumes from its
+// committed progress). A batch that failed before its commit is run again
+// one request at a time, so a request the database refuses fails alone.
+func (e *Engine) commitGroup(batch []*intakeReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // its caller has gone: store nothing it cannot acknowledge
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	// The transaction outlives any one caller's context: it holds the
+	// others' records too.
+	ctx := context.WithoutCancel(live[0].ctx)
+	var pks []int64
+	err := store.RetryWhen(ctx, 5, store.IsRolledBack, func() error {
+		var err error
+		pks, err = e.intakeTx(ctx, live)
+		return err
+	})
+	var ambiguous *commitError
+	if err != nil && len(live) > 1 && !(errors.As(err, &ambiguous) && !store.IsRolledBack(err)) {
+		e.met.groupSplits.Inc()
+		for _, r := range live {
+			err := store.RetryWhen(ctx, 5, store.IsRolledBack, func() error {
+				p, err := e.intakeTx(ctx, []*intakeReq{r})
+				if err == nil {
+					pks = append(pks, p...)
+				}
+				return err
+			})
+			if err != nil {
+				r.out, r.err = nil, err
+			}
+		}
+	} else if err != nil {
+		for _, r := range live {
+			r.out, r.err = nil, err
+		}
+	}
+	e.met.groupSize.Observe(float64(len(live)))
+	e.rt.Notify(pks)
+}
+
+// commitError is a failed COMMIT: unless the backend says it rolled back,
+// the transaction's outcome is unknown.
+type commitError struct{ err error }
+
+func (c *commitError) Error() string { return "commit: " + c.err.Error() }
+func (c *commitError) Unwrap() error { return c.err }
+
+// pendingRec is one record of a group transaction on its way to a row.
+type pendingRec struct {
+	req *intakeReq
+	i   int    // the record's index in its request
+	id  string // its new message ID ("" when its origin was stored already)
+	key string // its dedupe key
+}
+
+// intakeTx stores the records of a batch of requests in one transaction
+// and sets each request's out. It returns the actors the transaction
+// queued to.
+func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, error) {
 	tx, err := e.be.Begin(ctx, store.TxOptions{Relaxed: e.proj.Engine.Durability == config.DurabilityRelaxed})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer tx.Rollback(ctx)
 	now := time.Now()
-	out := make([]Stored, len(recs))
-	rows := make([]msgstore.Message, 0, len(recs))
-	var envs []actor.Envelope
-	var dests [][2]int // per envelope: record index, destination index
-	keys := make([]string, len(recs))
-	ids := make([]string, len(recs))
-	// Each dedupe key's candidate first message: the batch's first record
-	// with it (a later one in the batch is its duplicate).
-	candidates := map[string]string{}
-	for i, r := range recs {
-		if r.Origin != "" {
-			id, found, err := e.ms.ByOrigin(ctx, tx, cfg.Name, r.Origin)
-			if err != nil {
-				return nil, nil, err
+	var recs []pendingRec
+	// Each interface's dedupe keys with their candidate first message: the
+	// batch's first record with the key (a later one is its duplicate).
+	candidates := map[string]map[string]string{}
+	for _, r := range batch {
+		r.out = make([]Stored, len(r.recs))
+		for i, rec := range r.recs {
+			p := pendingRec{req: r, i: i}
+			if rec.Origin != "" {
+				id, found, err := e.ms.ByOrigin(ctx, tx, r.ir.cfg.Name, rec.Origin)
+				if err != nil {
+					return nil, err
+				}
+				if found {
+					r.out[i] = Stored{ID: id, Existing: true}
+					continue
+				}
 			}
-			if found {
-				out[i] = Stored{ID: id, Existing: true}
-				continue
+			p.id = uuid.Must(uuid.NewV7()).String()
+			if r.ir.dedupe != nil && rec.Reject == "" {
+				p.key, _ = r.ir.dedupe.ExtractParsed(rec.Payload, rec.Parsed)
+				if p.key != "" {
+					c := candidates[r.ir.cfg.Name]
+					if c == nil {
+						c = map[string]string{}
+						candidates[r.ir.cfg.Name] = c
+					}
+					if _, ok := c[p.key]; !ok {
+						c[p.key] = p.id
+					}
+				}
 			}
-		}
-		ids[i] = uuid.Must(uuid.NewV7()).String()
-		if ir.dedupe != nil && r.Reject == "" {
-			k, _ := ir.dedupe.Extract(r.Payload)
-			keys[i] = k
-			if _, ok := candidates[k]; k != "" && !ok {
-				candidates[k] = ids[i]
-			}
+			recs = append(recs, p)
 		}
 	}
 	// Claim the keys before anything is queued: the claim decides, under
 	// the keys' row locks, which message is the first of its key.
-	winners := map[string]string{}
-	if len(candidates) > 0 {
-		if winners, err = e.ms.Claim(ctx, tx, cfg.Name, candidates, now, now.Add(-cfg.Dedupe.Window)); err != nil {
-			return nil, nil, err
+	// Interfaces in name order, so two transactions take the locks in one
+	// order.
+	winners := map[string]map[string]string{}
+	names := make([]string, 0, len(candidates))
+	for name := range candidates {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cfg := e.ifaces[name].cfg
+		if winners[name], err = e.ms.Claim(ctx, tx, name, candidates[name], now, now.Add(-cfg.Dedupe.Window)); err != nil {
+			return nil, err
 		}
 	}
+	rows := make([]msgstore.Message, 0, len(recs))
+	var envs []actor.Envelope
+	type envOf struct {
+		p    pendingRec
+		dest int
+	}
+	var dests []envOf
 	var dupOf []string
-	for i, r := range recs {
-		if out[i].Existing {
-			continue
-		}
-		id := ids[i]
+	for _, p := range recs {
+		r, rec, cfg := p.req, p.req.recs[p.i], p.req.ir.cfg
 		key := ""
-		if ir.order != nil {
-			key, _ = ir.order.Extract(r.Payload) // no key: lane 0, still stored
+		if r.ir.order != nil {
+			key, _ = r.ir.order.ExtractParsed(rec.Payload, rec.Parsed) // no key: lane 0, still stored
 		}
 		lane := laneOf(key, cfg.Partitions)
-		m := msgstore.Message{ID: id, Interface: cfg.Name, ReceivedAt: now, Status: msgstore.StatusPending, Key: key, Lane: lane,
-			DedupeKey: keys[i], Origin: r.Origin, Payload: r.Payload, Meta: r.Meta}
-		if r.OriginID != "" {
-			if m.Meta == nil {
-				m.Meta = map[string]any{}
-			}
-			m.Meta["origin_id"] = r.OriginID
+		m := msgstore.Message{ID: p.id, Interface: cfg.Name, ReceivedAt: now, Status: msgstore.StatusPending, Key: key, Lane: lane,
+			DedupeKey: p.key, Origin: rec.Origin, Payload: rec.Payload, Meta: rec.Meta}
+		if rec.OriginID != "" {
+			m.Meta = withMeta(m.Meta, "origin_id", rec.OriginID)
 		}
-		if r.Reject != "" {
+		if rec.Reject != "" {
 			m.Status = msgstore.StatusRejected
-			if m.Meta == nil {
-				m.Meta = map[string]any{}
-			}
-			m.Meta["reason"] = r.Reject
-			out[i] = Stored{ID: id, Rejected: true}
+			m.Meta = withMeta(m.Meta, "reason", rec.Reject)
+			r.out[p.i] = Stored{ID: p.id, Rejected: true}
 			rows = append(rows, m)
 			continue
 		}
-		if k := keys[i]; k != "" && winners[k] != id {
-			m.Status, m.DuplicateOf = msgstore.StatusDuplicate, winners[k]
+		if p.key != "" && winners[cfg.Name][p.key] != p.id {
+			m.Status, m.DuplicateOf = msgstore.StatusDuplicate, winners[cfg.Name][p.key]
 		}
-		out[i] = Stored{ID: id, Duplicate: m.Status == msgstore.StatusDuplicate, DuplicateOf: m.DuplicateOf}
-		if out[i].Duplicate {
+		st := Stored{ID: p.id, Duplicate: m.Status == msgstore.StatusDuplicate, DuplicateOf: m.DuplicateOf}
+		if st.Duplicate {
 			dupOf = append(dupOf, m.DuplicateOf)
 		} else {
-			if r.ACK != nil {
-				if m.ACK, err = r.ACK(id); err != nil {
-					return nil, nil, fmt.Errorf("build the ACK: %w", err)
+			if rec.ACK != nil {
+				if m.ACK, err = rec.ACK(p.id); err != nil {
+					return nil, fmt.Errorf("build the ACK: %w", err)
 				}
-				out[i].ACK = m.ACK
+				st.ACK = m.ACK
 			}
 			for d, dest := range cfg.Destinations {
 				envs = append(envs, actor.Envelope{
-					Ref: actor.Ref{Type: laneType, ID: dest.ActorID(lane)}, Message: "deliver", Args: deliverArgs{M: id},
-					Options: []actor.TellOption{actor.WithIdempotencyKey("ix:" + id)},
+					Ref: actor.Ref{Type: laneType, ID: dest.ActorID(lane)}, Message: "deliver", Args: deliverArgs{M: p.id},
+					Options: []actor.TellOption{actor.WithIdempotencyKey("ix:" + p.id)},
 				})
-				dests = append(dests, [2]int{i, d})
+				dests = append(dests, envOf{p, d})
 			}
 		}
+		r.out[p.i] = st
 		rows = append(rows, m)
 	}
 	var pks []int64
@@ -199,20 +279,22 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 	if len(envs) > 0 {
 		ids, actorPKs, err := e.rt.TellTx(ctx, tx, envs)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pks = actorPKs
 		for j, id := range ids {
-			rec, d := dests[j][0], dests[j][1]
-			deliveries = append(deliveries, msgstore.Delivery{MessageID: out[rec].ID, Destination: cfg.Destinations[d].Name, LaneMessageID: int64(id)})
+			d := dests[j]
+			deliveries = append(deliveries, msgstore.Delivery{MessageID: d.p.id, Destination: d.p.req.ir.cfg.Destinations[d.dest].Name, LaneMessageID: int64(id)})
 		}
 	}
 	if err := e.ms.Insert(ctx, tx, rows, deliveries); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if state != nil {
-		if err := e.ms.PutState(ctx, tx, cfg.Name, state.Key, state.Value); err != nil {
-			return nil, nil, err
+	for _, r := range batch {
+		if r.state != nil {
+			if err := e.ms.PutState(ctx, tx, r.ir.cfg.Name, r.state.Key, r.state.Value); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// A duplicate is answered with its original's ACK (MLLP), read in the
@@ -220,18 +302,29 @@ func (e *Engine) intakeTx(ctx context.Context, ir *ifaceRuntime, recs []Record, 
 	if len(dupOf) > 0 {
 		acks, err := e.acksOf(ctx, tx, dupOf, rows)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		for i := range out {
-			if out[i].Duplicate {
-				out[i].ACK = acks[out[i].DuplicateOf]
+		for _, r := range batch {
+			for i := range r.out {
+				if r.out[i].Duplicate {
+					r.out[i].ACK = acks[r.out[i].DuplicateOf]
+				}
 			}
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, nil, err
+		return nil, &commitError{err}
 	}
-	return out, pks, nil
+	return pks, nil
+}
+
+// withMeta returns meta with k set, allocating it when nil.
+func withMeta(meta map[string]any, k string, v any) map[string]any {
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[k] = v
+	return meta
 }
 
 // acksOf reads the stored ACKs of messages (from this batch first).

@@ -11,6 +11,8 @@ type metrics struct {
 	sent         *prometheus.CounterVec
 	sendRetries  *prometheus.CounterVec
 	sendWaits    *prometheus.CounterVec
+	groupSize    prometheus.Histogram // intakes per group transaction
+	groupSplits  prometheus.Counter   // group transactions run again one intake at a time
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -19,7 +21,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(c)
 		return c
 	}
+	groupSize := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "ductus_intake_group_size", Help: "Intakes (source calls) stored by one group transaction.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	})
+	groupSplits := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ductus_intake_group_splits_total", Help: "Group transactions that failed before their commit and were run again one intake at a time.",
+	})
+	reg.MustRegister(groupSize, groupSplits)
 	return &metrics{
+		groupSize:    groupSize,
+		groupSplits:  groupSplits,
 		received:     vec("ductus_messages_received_total", "Messages stored by an interface's intake.", "interface"),
 		duplicates:   vec("ductus_messages_duplicate_total", "Messages stored as duplicates (never queued).", "interface"),
 		intakeErrors: vec("ductus_intake_errors_total", "Intake transactions that failed (the source answered a retryable error).", "interface"),

@@ -70,6 +70,7 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 	}
 	stored, err := s.e.Intake(ctx, s.ir.cfg.Name, []Record{{
 		Payload: payload,
+		Parsed:  msg,
 		Meta:    map[string]any{"source": "mllp", "remote": conn.Remote.String(), "control_id": msg.ControlID()},
 		ACK:     func(string) ([]byte, error) { return build(hl7.Accepted, "") },
 	}}, nil)

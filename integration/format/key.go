@@ -133,6 +133,16 @@ func (k *KeyPath) Extract(payload []byte) (string, error) {
 	return "", fmt.Errorf("format: key %s: the value is an object or array; a key must be a string, number or boolean", k.text)
 }
 
+// ExtractParsed is Extract for a payload its caller has parsed already: an
+// HL7 v2 key is read from m (the parse of payload) without parsing the
+// payload again; other formats, or a nil m, parse payload as Extract does.
+func (k *KeyPath) ExtractParsed(payload []byte, m *hl7.Message) (string, error) {
+	if k.format == HL7v2 && m != nil {
+		return m.GetPath(k.hl7), nil
+	}
+	return k.Extract(payload)
+}
+
 // Key extracts the key at path from payload of format f: CompileKey and
 // Extract in one call, for callers that use a path once.
 func Key(f Name, payload []byte, path string) (string, error) {

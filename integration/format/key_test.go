@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ductus/ductus/integration/hl7"
 )
 
 func TestKey(t *testing.T) {
@@ -54,6 +56,17 @@ func TestKey(t *testing.T) {
 		}
 		if err != nil || got != tt.want {
 			t.Errorf("Key(%s, %q) = %q, %v; want %q", tt.f, tt.path, got, err, tt.want)
+		}
+		// The key read from a message parsed once at intake is the same.
+		if tt.f == HL7v2 {
+			m, err := hl7.Parse([]byte(tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, _ := CompileKey(tt.f, tt.path)
+			if got, err := k.ExtractParsed([]byte("not even hl7"), m); err != nil || got != tt.want {
+				t.Errorf("ExtractParsed(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+			}
 		}
 	}
 }
