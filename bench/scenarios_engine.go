@@ -34,11 +34,12 @@ func engineScenarios() []scenario {
 // baseline_commit figures, which must then be measured first.
 func needsBaseline(name string) bool { return strings.HasPrefix(name, "mllp_ingest_") }
 
-// engineParts is the lanes per keyed interface of the generated projects:
+// parts is the lanes per keyed interface of the generated projects: 16,
 // enough that 16 connections' messages spread over many lanes, few enough
 // that a warm-up creates every lane quickly (a lane can be paused only
-// once it exists).
-const engineParts = 16
+// once it exists); 4 in a smoke run, whose warm-up is a few dozen
+// messages.
+func (r *runner) parts() int { return r.n(16, 4) }
 
 // passThrough is the transform every destination runs unless a scenario
 // measures transforms: it returns the message as received.
@@ -46,9 +47,9 @@ const passThrough = "function transform(msg) { return msg; }\n"
 
 // mllpProject is one MLLP interface keyed on PID-3.1 with the given
 // destinations (YAML mapping entries, indented by two spaces).
-func mllpProject(listen string, dests ...string) map[string]string {
+func mllpProject(parts int, listen string, dests ...string) map[string]string {
 	return map[string]string{
-		"ductus.yaml": engineYAML(engineParts),
+		"ductus.yaml": engineYAML(parts),
 		"interfaces/adt/interface.yaml": fmt.Sprintf("source: { type: mllp, listen: %q }\nordering_key: PID-3.1\ndestinations:\n%s",
 			listen, strings.Join(dests, "")),
 		"interfaces/adt/transform.js": passThrough,
@@ -73,7 +74,7 @@ func mllpDest(name, addr string) string {
 func (er *engineRun) warm(ctx context.Context, r *runner, addr string, msgs [][]byte, dests int) error {
 	want := er.partitions * dests
 	for round := 0; round < 20; round++ {
-		if _, err := mllpLoad(ctx, addr, 4, msgs, r.n(200, 100), nil); err != nil {
+		if _, err := mllpLoad(ctx, addr, 4, msgs, r.n(200, 30), nil); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		if err := waitFor(ctx, "warm-up deliveries", er.received()*dests, er.sent); err != nil {
@@ -90,13 +91,14 @@ func (er *engineRun) warm(ctx context.Context, r *runner, addr string, msgs [][]
 	return fmt.Errorf("warm-up: fewer than %d lanes after 20 rounds", want)
 }
 
-// timedLoad runs mllpLoad for d and returns the ACKs and the time taken.
-func timedLoad(ctx context.Context, addr string, conns int, msgs [][]byte, d time.Duration) (int, time.Duration, error) {
+// timedLoad runs mllpLoad for d (or until limit messages, when limit > 0)
+// and returns the ACKs and the time taken.
+func timedLoad(ctx context.Context, addr string, conns int, msgs [][]byte, d time.Duration, limit int) (int, time.Duration, error) {
 	stop := make(chan struct{})
 	t := time.AfterFunc(d, func() { close(stop) })
 	defer t.Stop()
 	start := time.Now()
-	n, err := mllpLoad(ctx, addr, conns, msgs, 0, stop)
+	n, err := mllpLoad(ctx, addr, conns, msgs, limit, stop)
 	return n, time.Since(start), err
 }
 
@@ -119,7 +121,7 @@ func mllpIngest(conns int, draining bool) func(ctx context.Context, r *runner) e
 		if err != nil {
 			return err
 		}
-		return r.withEngine(ctx, mllpProject(addr, fileDest("out")), func(er *engineRun) error {
+		return r.withEngine(ctx, mllpProject(r.parts(), addr, fileDest("out")), func(er *engineRun) error {
 			if err := er.warm(ctx, r, addr, msgs, 1); err != nil {
 				return err
 			}
@@ -129,7 +131,7 @@ func mllpIngest(conns int, draining bool) func(ctx context.Context, r *runner) e
 				}
 			}
 			before := er.sent()
-			acks, elapsed, err := timedLoad(ctx, addr, conns, msgs, time.Duration(r.n(10, 1))*time.Second)
+			acks, elapsed, err := timedLoad(ctx, addr, conns, msgs, time.Duration(r.n(10, 1))*time.Second, 0)
 			if err != nil {
 				return err
 			}
@@ -153,7 +155,7 @@ func mllpIngest(conns int, draining bool) func(ctx context.Context, r *runner) e
 // the backlog is stored, then resumed and timed until the listener has
 // acknowledged all of it.
 func passthroughDrain(ctx context.Context, r *runner) error {
-	n := r.n(20_000, 300)
+	n := r.n(20_000, 60)
 	snk, err := sink.New(sink.Options{Listen: "127.0.0.1:0", NoKeep: true})
 	if err != nil {
 		return err
@@ -167,7 +169,7 @@ func passthroughDrain(ctx context.Context, r *runner) error {
 	if err != nil {
 		return err
 	}
-	return r.withEngine(ctx, mllpProject(addr, mllpDest("emr", snk.Addr())), func(er *engineRun) error {
+	return r.withEngine(ctx, mllpProject(r.parts(), addr, mllpDest("emr", snk.Addr())), func(er *engineRun) error {
 		if err := er.warm(ctx, r, addr, msgs, 1); err != nil {
 			return err
 		}
@@ -214,19 +216,25 @@ func fanout(k int) func(ctx context.Context, r *runner) error {
 		if err != nil {
 			return err
 		}
-		return r.withEngine(ctx, mllpProject(addr, dests...), func(er *engineRun) error {
+		return r.withEngine(ctx, mllpProject(r.parts(), addr, dests...), func(er *engineRun) error {
 			if err := er.warm(ctx, r, addr, msgs, k); err != nil {
 				return err
 			}
 			before := er.sent()
-			acks, elapsed, err := timedLoad(ctx, addr, 4, msgs, time.Duration(r.n(10, 1))*time.Second)
+			// A smoke run sends a handful: each is k deliveries, all
+			// drained before the engine stops (below).
+			acks, elapsed, err := timedLoad(ctx, addr, 4, msgs, time.Duration(r.n(10, 1))*time.Second, r.n(0, 8))
 			if err != nil {
 				return err
 			}
 			delivered := er.sent() - before
 			r.print(name, float64(delivered)/elapsed.Seconds(), "deliveries/s", delivered)
 			r.print(name+"_acks", float64(acks)/elapsed.Seconds(), "acks/s", acks)
-			return nil
+			// Let the backlog drain before the engine stops: a send
+			// cancelled by the shutdown can crash the process in
+			// mllpnet.Client.exchange (its cancel callback reads c.conn,
+			// which the failed send's drop sets to nil concurrently).
+			return waitFor(ctx, "the backlog delivered before shutdown", er.received()*k, er.sent)
 		})
 	}
 }
@@ -249,7 +257,7 @@ func csvRows(n, from int) string {
 func fileIngestCSV(ctx context.Context, r *runner) error {
 	n := r.n(50_000, 500)
 	files := map[string]string{
-		"ductus.yaml": engineYAML(engineParts),
+		"ductus.yaml": engineYAML(r.parts()),
 		"interfaces/lab/interface.yaml": "format: csv\n" +
 			"source: { type: file, path: inbox, pattern: \"*.csv\", split: records, poll: 10ms }\n" +
 			"ordering_key: $.mrn\n" +
@@ -258,11 +266,12 @@ func fileIngestCSV(ctx context.Context, r *runner) error {
 	}
 	return r.withEngine(ctx, files, func(er *engineRun) error {
 		inbox := filepath.Join(er.dir, "inbox")
-		// The warm-up file's 1,000 MRNs create every lane.
-		if err := drop(inbox, "warm.csv", csvRows(1000, 0)); err != nil {
+		// The warm-up file's MRNs (one a row) create every lane.
+		warm := r.n(1000, 50)
+		if err := drop(inbox, "warm.csv", csvRows(warm, 0)); err != nil {
 			return err
 		}
-		if err := waitFor(ctx, "warm-up rows delivered", 1000, er.sent); err != nil {
+		if err := waitFor(ctx, "warm-up rows delivered", warm, er.sent); err != nil {
 			return err
 		}
 		if _, err := er.setPaused(ctx, true); err != nil {
@@ -270,7 +279,7 @@ func fileIngestCSV(ctx context.Context, r *runner) error {
 		}
 		before := er.received()
 		start := time.Now()
-		if err := drop(inbox, "rows.csv", csvRows(n, 1000)); err != nil {
+		if err := drop(inbox, "rows.csv", csvRows(n, warm)); err != nil {
 			return err
 		}
 		if err := waitFor(ctx, "CSV rows stored", before+n, er.received); err != nil {
