@@ -155,7 +155,7 @@ func mllpIngest(conns int, draining bool) func(ctx context.Context, r *runner) e
 // the backlog is stored, then resumed and timed until the listener has
 // acknowledged all of it.
 func passthroughDrain(ctx context.Context, r *runner) error {
-	n := r.n(20_000, 60)
+	n := r.n(10_000, 60)
 	snk, err := sink.New(sink.Options{Listen: "127.0.0.1:0", NoKeep: true})
 	if err != nil {
 		return err
