@@ -223,7 +223,7 @@ func fanout(k int) func(ctx context.Context, r *runner) error {
 			before := er.sent()
 			// A smoke run sends a handful: each is k deliveries, all
 			// drained before the engine stops (below).
-			acks, elapsed, err := timedLoad(ctx, addr, 4, msgs, time.Duration(r.n(10, 1))*time.Second, r.n(0, 8))
+			acks, elapsed, err := timedLoad(ctx, addr, 4, msgs, time.Duration(r.n(10, 1))*time.Second, r.n(0, 4))
 			if err != nil {
 				return err
 			}
