@@ -2,7 +2,7 @@
 // scenarios against a fresh database of one backend and prints one JSON
 // object per result on stdout, with progress on stderr:
 //
-//	go run ./bench -backend sqlite [-scenario NAME] [-durability normal|full] [-smoke]
+//	go run ./bench -backend sqlite [-scenario NAME[,NAME...]] [-durability normal|full] [-smoke]
 //
 // Scenario names never change, so figures can be compared over time (the
 // table in docs/benchmarks.md records them with the machine and date). Figures are
@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -34,6 +35,9 @@ type options struct {
 	worker     bool
 	dsn        string
 	cpuprofile string
+	// startProject, set, makes this process start1001's child: it runs the
+	// project in that folder and reports when it is ready.
+	startProject string
 }
 
 // result is one line of output.
@@ -73,13 +77,14 @@ type scenario struct {
 	figures []string
 }
 
-// matches reports whether -scenario want selects s.
+// matches reports whether -scenario want (a name or a comma-separated
+// list of names) selects s.
 func (s scenario) matches(want string) bool {
-	if want == "" || s.name == want {
+	if want == "" {
 		return true
 	}
-	for _, f := range s.figures {
-		if f == want {
+	for _, w := range strings.Split(want, ",") {
+		if w = strings.TrimSpace(w); w == s.name || slices.Contains(s.figures, w) {
 			return true
 		}
 	}
@@ -89,12 +94,13 @@ func (s scenario) matches(want string) bool {
 func main() {
 	var o options
 	flag.StringVar(&o.backend, "backend", "sqlite", "backend: "+strings.Join(backendNames(), ", "))
-	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (default: all)")
+	flag.StringVar(&o.scenario, "scenario", "", "run only these scenarios, a comma-separated list of names (default: all)")
 	flag.StringVar(&o.durability, "durability", "normal", "SQLite synchronous mode: normal or full")
 	flag.BoolVar(&o.smoke, "smoke", false, "tiny operation counts (proves the harness runs; figures mean nothing)")
 	flag.BoolVar(&o.worker, "worker", false, "internal: run as a worker process")
 	flag.StringVar(&o.dsn, "dsn", "", "internal: the worker's database")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.StringVar(&o.startProject, "start-project", "", "internal: run this project folder's engine and report when it is ready (start_1001_interfaces)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -140,6 +146,9 @@ func run(o options) error {
 	if o.worker {
 		return workerMain(ctx, e, o)
 	}
+	if o.startProject != "" {
+		return startMain(ctx, e, o)
+	}
 	if o.smoke && o.backend != "sqlite" {
 		// make test smoke-runs every backend it can reach; like the test
 		// suites, an unreachable server skips with a line, or fails with
@@ -154,13 +163,8 @@ func run(o options) error {
 		}
 		cleanup()
 	}
-	r := &runner{o: o, env: e, commit: gitCommit(), date: time.Now().UTC().Format(time.RFC3339)}
-	var list []scenario
-	for _, s := range allScenarios() {
-		if s.matches(o.scenario) {
-			list = append(list, s)
-		}
-	}
+	r := &runner{o: o, env: e, commit: gitCommit(), date: time.Now().UTC().Format(time.RFC3339), baselines: map[int]float64{}}
+	list := selectScenarios(o.scenario)
 	if len(list) == 0 {
 		var names []string
 		for _, s := range allScenarios() {
@@ -181,6 +185,30 @@ func run(o options) error {
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s done in %s\n", i+1, len(list), s.name, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// selectScenarios returns the scenarios -scenario names, in the order a
+// full run takes them. A scenario that prints a ratio to the run's
+// baseline_commit figures brings baseline_commit in first when it was not
+// named.
+func selectScenarios(want string) []scenario {
+	var list []scenario
+	baseline, needed := false, false
+	for _, s := range allScenarios() {
+		if s.matches(want) {
+			list = append(list, s)
+			baseline = baseline || s.name == "baseline_commit"
+			needed = needed || needsBaseline(s.name)
+		}
+	}
+	if needed && !baseline {
+		for _, s := range allScenarios() {
+			if s.name == "baseline_commit" {
+				list = append([]scenario{s}, list...)
+			}
+		}
+	}
+	return list
 }
 
 // smokeLimit bounds one scenario of a smoke run, which takes seconds. A
@@ -211,6 +239,9 @@ type runner struct {
 	env    env
 	commit string
 	date   string
+	// baselines holds this run's baseline_commit figures (tx/s) by
+	// connections, for the scenarios that print a ratio to them.
+	baselines map[int]float64
 }
 
 // n scales an operation count: the full figure, or a tiny one in smoke mode.

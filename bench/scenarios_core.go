@@ -20,7 +20,7 @@ import (
 // effect statements' plans, and it ran at full rate right after
 // queue_read once those were fixed.)
 func allScenarios() []scenario {
-	return []scenario{
+	list := []scenario{
 		{"baseline_commit", baselineCommit, []string{"baseline_commit_1conn", "baseline_commit_16conn"}},
 		{"enqueue_one_actor", enqueueOneActor, nil},
 		{"enqueue_16conn", enqueue16, nil},
@@ -44,6 +44,8 @@ func allScenarios() []scenario {
 		{"realtime_updates_per_s", realtimeThroughput, nil},
 		{"realtime_idle_connection_kb", realtimeIdle, nil},
 	}
+	// The engine's scenarios come last: they are a layer above the rest.
+	return append(list, engineScenarios()...)
 }
 
 // fresh runs fn on a new, empty database.
@@ -69,6 +71,7 @@ func baselineCommit(ctx context.Context, r *runner) error {
 			if err != nil {
 				return err
 			}
+			r.baselines[conns] = float64(n) / d.Seconds()
 			r.print(fmt.Sprintf("baseline_commit_%dconn", conns), float64(n)/d.Seconds(), "tx/s", n)
 			return nil
 		})

@@ -2,7 +2,7 @@
 // interfaces (HL7 v2 over MLLP, HTTP, files and schedules in; JavaScript
 // transforms; MLLP, HTTP and file out) on the Ductus actor runtime.
 //
-//	ductus run <project>        run a project
+//	ductus run <project>        run a project (--pprof host:port also serves net/http/pprof there)
 //	ductus dev                  run the bundled example project on SQLite, everything on localhost
 //	ductus validate <project>   check a project without touching a database
 //	ductus migrate <project>    create or upgrade the project's database schema

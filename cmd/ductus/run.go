@@ -57,6 +57,7 @@ func logger(proj *config.Project, w io.Writer) *slog.Logger {
 func runCmd(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof at `host:port` (its own listener; off by default)")
 	dir, err := projectDir(fs, args, "run")
 	if err != nil {
 		return err
@@ -65,7 +66,15 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return runProject(ctx, proj, logger(proj, stderr))
+	log := logger(proj, stderr)
+	if *pprofAddr != "" {
+		_, stop, err := servePprof(*pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	return runProject(ctx, proj, log)
 }
 
 func runProject(ctx context.Context, proj *config.Project, log *slog.Logger) error {
