@@ -275,9 +275,12 @@ func (c *Client) exchange(ctx context.Context, payload []byte, controlID string)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	_ = c.conn.SetDeadline(deadline)
-	// A cancelled ctx wakes the blocked write or read at once.
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	conn := c.conn
+	_ = conn.SetDeadline(deadline)
+	// A cancelled ctx wakes the blocked write or read at once. The callback
+	// holds its own copy of the connection: it may still be running after
+	// exchange returned, when a failed send has already dropped c.conn.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	timedOut := func(err error) error {

@@ -230,6 +230,24 @@ func TestClientContextCancel(t *testing.T) {
 	}
 }
 
+// A context cancelled while a send is failing: the cancel callback may
+// still run after the failed send dropped the connection (it once read the
+// dropped, nil connection and crashed the process; -race sees the race).
+func TestClientCancelRacesDrop(t *testing.T) {
+	m := samples(t, 1, false)
+	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte) []byte { return nil }, ServerOptions{})
+	c := newClient(t, r.addr, ClientOptions{AckTimeout: time.Millisecond, BackoffMin: time.Microsecond, BackoffMax: time.Microsecond})
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+			cancel()
+		}()
+		_, _ = c.Send(ctx, m[0].raw)
+		cancel()
+	}
+}
+
 func TestClientBadReplies(t *testing.T) {
 	m := samples(t, 2, false)
 	cases := []struct {
