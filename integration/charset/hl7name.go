@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+
+	"golang.org/x/text/encoding/ianaindex"
 )
 
 // HL7 is the character set's HL7 table 0211 code ("8859/1", "UNICODE
@@ -69,4 +71,23 @@ func SetMSH18(raw []byte, name string) ([]byte, error) {
 	out = append(out, bytes.Join(fields, []byte{sep})...)
 	out = append(out, raw[start+end:]...)
 	return out, nil
+}
+
+// MIME is the character set's name for a Content-Type's charset parameter
+// ("ISO-8859-1", "windows-1252", "UTF-8"): the IANA preferred MIME name
+// where there is one, else its IANA name.
+func (c Charset) MIME() string {
+	switch {
+	case c.IsUTF8():
+		return "UTF-8"
+	case c.ascii:
+		return "US-ASCII"
+	}
+	if n, err := ianaindex.MIME.Name(c.enc); err == nil && n != "" {
+		return n
+	}
+	if n, err := ianaindex.IANA.Name(c.enc); err == nil && n != "" {
+		return n
+	}
+	return c.Name()
 }

@@ -6,20 +6,24 @@ import (
 )
 
 func TestHL7Name(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"", "UNICODE UTF-8"},
-		{"utf-8", "UNICODE UTF-8"},
-		{"US-ASCII", "ASCII"},
-		{"ISO IR100", "8859/1"},
-		{"latin1", "8859/1"},
-		{"8859/15", "8859/15"},
-		{"BIG-5", "BIG-5"},
-		{"windows-1252", ""}, // table 0211 has no code for it
+	cases := []struct{ in, hl7, mime string }{
+		{"", "UNICODE UTF-8", "UTF-8"},
+		{"utf-8", "UNICODE UTF-8", "UTF-8"},
+		{"US-ASCII", "ASCII", "US-ASCII"},
+		{"ISO IR100", "8859/1", "ISO-8859-1"},
+		{"latin1", "8859/1", "ISO-8859-1"},
+		{"8859/15", "8859/15", "ISO-8859-15"},
+		{"BIG-5", "BIG-5", "Big5"},
+		{"windows-1252", "", "windows-1252"}, // table 0211 has no code for it
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
-			if got := mustLookup(t, c.in).HL7(); got != c.want {
-				t.Fatalf("Lookup(%q).HL7() = %q, want %q", c.in, got, c.want)
+			cs := mustLookup(t, c.in)
+			if got := cs.HL7(); got != c.hl7 {
+				t.Errorf("Lookup(%q).HL7() = %q, want %q", c.in, got, c.hl7)
+			}
+			if got := cs.MIME(); got != c.mime {
+				t.Errorf("Lookup(%q).MIME() = %q, want %q", c.in, got, c.mime)
 			}
 		})
 	}
