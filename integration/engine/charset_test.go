@@ -213,12 +213,13 @@ func TestHTTPDestinationNamesItsCharset(t *testing.T) {
 		{"as received", "", "x-application/hl7-v2+er7; charset=ISO-8859-1", in},
 		{"utf-8", "UNICODE UTF-8", "x-application/hl7-v2+er7", charsetMsg("D1", "UNICODE UTF-8", "MÜLLER")},
 		{"8859/15", "8859/15", "x-application/hl7-v2+er7; charset=ISO-8859-15", charsetMsg("D1", "8859/15", "M\xDCLLER")},
+		{"routed", "", "x-application/hl7-v2+er7; charset=ISO-8859-1", in}, // the destination of the route's target
 	}
 	forEachBackend(t, func(t *testing.T, be ixstore.Backend) {
 		listen := testutil.FreePort(t)
 		y := fmt.Sprintf("source: { type: mllp, listen: %q }\ndestinations:\n", listen)
 		recv := map[string]*receiver{}
-		for i, c := range cases {
+		for i, c := range cases[:len(cases)-1] {
 			recv[c.name] = newReceiver(t)
 			y += fmt.Sprintf("  d%d: { type: http, url: %q", i, recv[c.name].srv.URL)
 			if c.destCS != "" {
@@ -226,10 +227,17 @@ func TestHTTPDestinationNamesItsCharset(t *testing.T) {
 			}
 			y += " }\n"
 		}
+		// A route hands UTF-8 text on with the set the message arrived in,
+		// so the target's destinations send it in that set by default.
+		routed := newReceiver(t)
+		recv["routed"] = routed
+		y += "  hop: { type: interface, interface: inner }\n"
 		running(t, project(t, map[string]string{
-			"ductus.yaml":                   "script: { isolates: 1 }\napi: { listen: off }\n",
-			"interfaces/adt/interface.yaml": y,
-			"interfaces/adt/transform.js":   "function transform(msg) { return msg; }\n",
+			"ductus.yaml":                     "script: { isolates: 1 }\napi: { listen: off }\n",
+			"interfaces/adt/interface.yaml":   y,
+			"interfaces/adt/transform.js":     "function transform(msg) { return msg; }\n",
+			"interfaces/inner/interface.yaml": fmt.Sprintf("format: hl7v2\nsource: { type: internal }\ndestinations:\n  out: { type: http, url: %q }\n", routed.srv.URL),
+			"interfaces/inner/transform.js":   "function transform(msg) { return msg; }\n",
 		}), be)
 		if ack := sendAll(t, listen, [][]byte{in})[0]; ack.Code != "AA" {
 			t.Fatalf("ACK %s %q", ack.Code, ack.Text)
