@@ -75,6 +75,7 @@ func readDestination(o *obj, name string, in *Interface, conns map[string]*Conne
 		o.known["rate_limit"] = true
 	}
 	d.SaveOutput = o.boolean("save_output", false)
+	d.Charset = readDestinationCharset(o, d)
 
 	switch d.Type {
 	case DestMLLP:

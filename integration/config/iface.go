@@ -38,6 +38,7 @@ func readInterface(d *doc, root *yaml.Node, name, dir, projectDir string, eng En
 		in.Source, info.src = readSource(src, projectDir)
 	}
 	in.Format = readFormat(o, in.Source.Type)
+	in.Charset = readInterfaceCharset(o, in.Source.Type)
 
 	if t, ok := o.scalar("ordering_key"); ok && t.value != "" {
 		k, msg := parseKey(t.value, in.Format)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/ductus/ductus/integration/charset"
 )
 
 // Project is a loaded, checked project: every value resolved (substitutions
@@ -196,6 +198,11 @@ type Interface struct {
 	Description string
 	Format      Format // what the source produces and transforms receive
 	Source      Source
+	// Charset, when set, is the character set the source's bytes are
+	// decoded from whatever they claim (MSH-18, a Content-Type charset):
+	// for senders that mislabel their messages. Nil: what the message
+	// says, else UTF-8.
+	Charset *charset.Charset
 	// OrderingKey is nil when messages are not ordered by a key: the
 	// interface then has a single lane and is ordered as a whole.
 	OrderingKey *Key
@@ -342,10 +349,13 @@ type Destination struct {
 	RateLimit *RateLimit // nil when unlimited
 	// SaveOutput keeps the transform's output with the delivery.
 	SaveOutput bool
-	MLLP       *MLLPDestination
-	HTTP       *HTTPDestination
-	File       *FileDestination
-	Route      *Route
+	// Charset is the character set the output is sent in; nil sends it
+	// in the set the message arrived in. JSON output is always UTF-8.
+	Charset *charset.Charset
+	MLLP    *MLLPDestination
+	HTTP    *HTTPDestination
+	File    *FileDestination
+	Route   *Route
 	// Line is where the destination is declared in its interface.yaml.
 	Line int
 }

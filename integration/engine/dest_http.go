@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/charset"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/runtime/host"
 )
@@ -35,7 +36,11 @@ func (h *httpSender) send(ctx context.Context, ec host.EffectContext, a sendArgs
 	if err != nil {
 		return actor.Permanent(fmt.Errorf("build the request: %w", err))
 	}
-	req.Header.Set("Content-Type", contentTypes[h.dest.Format])
+	cs, err := charset.Lookup(a.Charset)
+	if err != nil {
+		cs = charset.UTF8 // the lane resolved it; cannot happen
+	}
+	req.Header.Set("Content-Type", mimeType(h.dest.Format, cs))
 	req.Header.Set("Idempotency-Key", ec.ID) // the same on every attempt of this delivery
 	req.Header.Set("X-Ductus-Message-Id", a.M)
 	for k, v := range c.Headers {

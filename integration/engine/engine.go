@@ -16,8 +16,9 @@
 //
 // Files hold one concept each: engine.go (loading and running), sources.go
 // (binding every source), source_mllp.go, source_http.go, source_file.go
-// and source_schedule.go (one per source kind), intake.go (storing),
-// lane.go (the lane actor and its transform turn), destinations.go (a
+// and source_schedule.go (one per source kind), charsets.go (decoding at
+// the sources, encoding for the destinations), intake.go (storing),
+// groupcommit.go (concurrent intakes sharing a transaction), lane.go (the lane actor and its transform turn), destinations.go (a
 // destination as an ordered effect), dest_mllp.go, dest_http.go,
 // dest_file.go and routes.go (one per destination kind), dedupe.go,
 // status.go (the runaway guard's stopped interfaces), metrics.go.

@@ -59,11 +59,14 @@ func running(t *testing.T, proj *config.Project, be ixstore.Backend) *Engine {
 	return runningWith(t, proj, be, Options{})
 }
 
-// runningWith is running with options (the backend, logger and a short
-// poll interval are filled in).
+// runningWith is running with options (the backend, a short poll interval
+// and, unless the test brings its own to read, the logger are filled in).
 func runningWith(t *testing.T, proj *config.Project, be ixstore.Backend, opts Options) *Engine {
 	t.Helper()
-	opts.Backend, opts.Logger = be, testutil.Logger()
+	opts.Backend = be
+	if opts.Logger == nil {
+		opts.Logger = testutil.Logger()
+	}
 	tune := opts.Host
 	opts.Host = func(c *host.Config) {
 		c.PollInterval = 20 * time.Millisecond

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/charset"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/format"
 	"github.com/ductus/ductus/integration/msgstore"
@@ -41,6 +42,10 @@ type sendArgs struct {
 	Output     []byte    `json:"output"`
 	Key        string    `json:"key,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
+	// Charset is the set Output is encoded in ("" for UTF-8); for a route,
+	// whose Output stays UTF-8 text, the set the message arrived in, which
+	// the target interface records as its own arrival set.
+	Charset string `json:"charset,omitempty"`
 }
 
 // errTransient marks a transform's transient(reason): the lane message is
@@ -112,7 +117,15 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 	}
 	switch res.Kind {
 	case script.KindOutput:
-		if err := e.stageDelivery(c, ir, dest, m, res.Output); err != nil {
+		out, cs, err := e.outputBytes(dest, m, res.Output)
+		if err != nil {
+			// Sending cannot succeed however often it is retried: the
+			// delivery is quarantined, where an operator can edit and resend.
+			s.Held++
+			e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
+			return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: err.Error()}, nil
+		}
+		if err := e.stageDelivery(c, dest, m, out, cs); err != nil {
 			return msgstore.LaneResult{}, err
 		}
 		s.Queued++
@@ -145,8 +158,23 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 
 // stageDelivery stages the destination's send (or, for a route, the hop
 // into the target interface) as an ordered effect of this lane.
-func (e *Engine) stageDelivery(c *actor.Context, ir *ifaceRuntime, dest *config.Destination, m *msgstore.Message, out []byte) error {
-	return c.Emit(effectName(dest), sendArgs{M: m.ID, Output: out, Key: m.Key, ReceivedAt: m.ReceivedAt})
+func (e *Engine) stageDelivery(c *actor.Context, dest *config.Destination, m *msgstore.Message, out []byte, cs charset.Charset) error {
+	a := sendArgs{M: m.ID, Output: out, Key: m.Key, ReceivedAt: m.ReceivedAt}
+	if !cs.IsUTF8() {
+		a.Charset = cs.Name()
+	}
+	return c.Emit(effectName(dest), a)
+}
+
+// outputBytes is what a destination sends for a transform's output: the
+// bytes in the destination's character set (see charsets.go). A route
+// hands the UTF-8 text on, with the set the message arrived in.
+func (e *Engine) outputBytes(dest *config.Destination, m *msgstore.Message, out []byte) ([]byte, charset.Charset, error) {
+	arrived := arrivedIn(m)
+	if dest.Type == config.DestInterface {
+		return out, arrived, nil
+	}
+	return encodeOutput(dest, arrived, out)
 }
 
 // effectName is the ordered effect of a destination: each destination

@@ -19,9 +19,20 @@ type routeSender struct {
 func (r *routeSender) send(ctx context.Context, _ host.EffectContext, a sendArgs) error {
 	_, err := r.e.Intake(ctx, r.dest.Route.Interface, []Record{{
 		Payload: a.Output, Origin: a.M + "/" + r.dest.Name, OriginID: a.M,
-		Meta: map[string]any{"source": "route", "from": r.dest.Interface},
+		Meta: routeMeta(r.dest.Interface, a.Charset),
 	}}, nil)
 	return err
 }
 
 func (r *routeSender) close() error { return nil }
+
+// routeMeta is a routed message's meta: where it came from and, when it
+// was not UTF-8, the set it first arrived in, so the target's destinations
+// send it in that set by default as the source's would.
+func routeMeta(from, arrived string) map[string]any {
+	m := map[string]any{"source": "route", "from": from}
+	if arrived != "" {
+		m[metaCharset] = arrived
+	}
+	return m
+}

@@ -32,6 +32,9 @@ func (e *Engine) newFileSource(ir *ifaceRuntime) (source, error) {
 		return nil, fmt.Errorf("interface %s: the watched folder: %w", name, err)
 	}
 	s := &fileSource{e: e, ir: ir}
+	// A file in another set is cut as bytes and decoded in commit, record
+	// by record, where a record that does not decode is rejected.
+	cfg.NotUTF8 = ir.cfg.Charset != nil && !ir.cfg.Charset.IsUTF8()
 	cfg.Logger = e.log.With("interface", name, "source", "file")
 	cfg.Commit = s.commit
 	cfg.Progress = func(ctx context.Context, file string) (files.Progress, bool, error) {
@@ -56,14 +59,25 @@ func (s *fileSource) commit(ctx context.Context, b files.Batch) error {
 	recs := make([]Record, 0, len(b.Records)+len(b.Rejected))
 	for _, r := range b.Records {
 		rec := Record{Payload: r.Data, Meta: map[string]any{"source": "file", "file": b.File.Name, "offset": r.Start}}
+		// A record whose bytes are not text in its character set is stored
+		// as rejected (with its bytes as they were, for audit) like any
+		// other bad record, so the file still moves on.
+		in, err := decodeIn(s.ir.cfg, r.Data, nil)
+		if err != nil {
+			rec.Reject = fmt.Sprintf("the record's characters cannot be read: %v", err)
+			recs = append(recs, rec)
+			continue
+		}
+		rec.Payload = in.text
+		rec.Meta = withCharset(rec.Meta, in.cs)
 		// A record from a split file was cut by the format's rules already;
 		// a whole file is checked here.
 		if !split {
-			if err := format.Check(f, r.Data); err != nil {
+			if err := format.Check(f, in.text); err != nil {
 				rec.Reject = fmt.Sprintf("the file is not %s: %v", f, err)
 			}
 		} else if f == format.HL7v2 {
-			if err := format.Check(f, r.Data); err != nil {
+			if err := format.Check(f, in.text); err != nil {
 				rec.Reject = fmt.Sprintf("the record is not HL7 v2: %v", err)
 			}
 		}

@@ -58,6 +58,9 @@ type httpAnswer struct {
 	Status      string `json:"status"`
 	DuplicateOf string `json:"duplicate_of,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// Offset is the byte offset of the first byte of the body that is
+	// not a character of its character set (400).
+	Offset *int64 `json:"offset,omitempty"`
 }
 
 func (s *httpSource) handler(ir *ifaceRuntime) http.Handler {
@@ -66,6 +69,13 @@ func (s *httpSource) handler(ir *ifaceRuntime) http.Handler {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			reply(w, http.StatusMethodNotAllowed, httpAnswer{Status: "error", Error: "POST a message to this path"})
+			return
+		}
+		// The Content-Type is checked before the body is read: a sender
+		// that labels its messages wrongly is told so whatever it sent.
+		label, err := contentType(ir.cfg.Format, r.Header.Get("Content-Type"))
+		if err != nil {
+			reply(w, http.StatusUnsupportedMediaType, httpAnswer{Status: "error", Error: err.Error()})
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, src.MaxBodyBytes))
@@ -78,11 +88,22 @@ func (s *httpSource) handler(ir *ifaceRuntime) http.Handler {
 			reply(w, http.StatusBadRequest, httpAnswer{Status: "error", Error: "reading the body: " + err.Error()})
 			return
 		}
-		if err := format.Check(format.Name(ir.cfg.Format), body); err != nil {
+		in, err := decodeIn(ir.cfg, body, label)
+		if err != nil {
+			a := httpAnswer{Status: "error", Error: "the body's characters cannot be read: " + err.Error()}
+			var de *decodeError
+			if errors.As(err, &de) && de.offset >= 0 {
+				a.Offset = &de.offset
+			}
+			reply(w, http.StatusBadRequest, a)
+			return
+		}
+		if err := format.Check(format.Name(ir.cfg.Format), in.text); err != nil {
 			reply(w, http.StatusUnsupportedMediaType, httpAnswer{Status: "error", Error: fmt.Sprintf("the body is not %s: %v", ir.cfg.Format, err)})
 			return
 		}
-		stored, err := s.e.Intake(r.Context(), ir.cfg.Name, []Record{{Payload: body, Meta: map[string]any{"source": "http", "remote": r.RemoteAddr}}}, nil)
+		meta := withCharset(map[string]any{"source": "http", "remote": r.RemoteAddr}, in.cs)
+		stored, err := s.e.Intake(r.Context(), ir.cfg.Name, []Record{{Payload: in.text, Meta: meta}}, nil)
 		if err != nil {
 			s.e.log.Warn("http source: storing failed; answered 503", "interface", ir.cfg.Name, "err", err)
 			retry, text := "5", "the message could not be stored; retry later"

@@ -54,7 +54,18 @@ func (s *mllpSource) run(ctx context.Context) error {
 }
 
 func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload []byte) []byte {
-	msg, err := hl7.Parse(payload)
+	// Decode first: a message whose bytes are not text in its character set
+	// would be stored altered (or quarantined later, after an AA), so it is
+	// refused here, before anything is written, with a reason the sender's
+	// operator can act on.
+	in, err := decodeIn(s.ir.cfg, payload, nil)
+	if err != nil {
+		reason := "the message's characters cannot be read: " + err.Error()
+		s.e.log.Warn("mllp source: refused a message that does not decode; answered AR",
+			"interface", s.ir.cfg.Name, "remote", conn.Remote.String(), "reason", err.Error())
+		return hl7.BuildRejectACK(payload, reason, hl7.ACKOptions{}).Bytes()
+	}
+	msg, err := hl7.Parse(in.text)
 	if err != nil { // the server answers non-HL7 itself; this is a safety net
 		return hl7.BuildRejectACK(payload, "not an HL7 v2 message: "+err.Error(), hl7.ACKOptions{}).Bytes()
 	}
@@ -66,12 +77,19 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 		if err != nil {
 			return nil, err
 		}
+		// The ACK echoes the message's MSH fields: send it in the set
+		// the message came in. Should a character not fit (it came from
+		// that very set, so it cannot), UTF-8 is better than no ACK.
+		if b, err := in.cs.Encode(ack.Bytes()); err == nil {
+			return b, nil
+		}
 		return ack.Bytes(), nil
 	}
+	meta := map[string]any{"source": "mllp", "remote": conn.Remote.String(), "control_id": msg.ControlID()}
 	stored, err := s.e.Intake(ctx, s.ir.cfg.Name, []Record{{
-		Payload: payload,
-		Parsed:  msg,
-		Meta:    map[string]any{"source": "mllp", "remote": conn.Remote.String(), "control_id": msg.ControlID()},
+		Payload: in.text,
+		Parsed:  msg, // the parse of in.text: the keys are read from it
+		Meta:    withCharset(meta, in.cs),
 		ACK:     func(string) ([]byte, error) { return build(hl7.Accepted, "") },
 	}}, nil)
 	if err != nil {

@@ -145,7 +145,7 @@ func (b *batcher) flush(ctx context.Context, done bool) error {
 
 // readRecords streams a file from from.Offset and commits its records.
 func (w *Watcher) readRecords(ctx context.Context, f *os.File, id FileID, from Progress) (Progress, error) {
-	opts := format.SplitOptions{BufferSize: w.cfg.BufferSize, MaxRecord: w.cfg.MaxRecord}
+	opts := format.SplitOptions{BufferSize: w.cfg.BufferSize, MaxRecord: w.cfg.MaxRecord, NotUTF8: w.cfg.NotUTF8}
 	if w.cfg.Kind != format.SplitCSV || from.Offset == 0 {
 		from.Header = nil
 	} else {

@@ -122,6 +122,9 @@ type WatcherConfig struct {
 	// BufferSize and MaxRecord tune the splitter (format.SplitOptions).
 	BufferSize int
 	MaxRecord  int
+	// NotUTF8: the files are in another character set, decoded record by
+	// record by Commit (format.SplitOptions.NotUTF8).
+	NotUTF8 bool
 	// RetryInitial and RetryMax bound the back-off after a failure (default
 	// 1 s doubling to 60 s).
 	RetryInitial time.Duration

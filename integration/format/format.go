@@ -84,7 +84,7 @@ func (e *CheckError) Unwrap() error { return e.Err }
 func (e *CheckError) Is(target error) bool { return target == ErrWrongFormat }
 
 // Check reports whether body is of format f: HL7 must parse, JSON must be
-// one valid JSON value, CSV must be valid UTF-8 with a header row (unique,
+// one valid JSON value in valid UTF-8, CSV must be valid UTF-8 with a header row (unique,
 // non-empty names) and every row as wide as the header, text must be valid
 // UTF-8.
 func Check(f Name, body []byte) error {
@@ -116,6 +116,12 @@ func Check(f Name, body []byte) error {
 }
 
 func checkJSON(body []byte) error {
+	// JSON text is UTF-8 (RFC 8259), and encoding/json would quietly turn a
+	// bad byte inside a string into U+FFFD, so a transform would see (and
+	// deliver) text the sender never sent: refuse it with its offset.
+	if i := invalidUTF8(body); i >= 0 {
+		return &CheckError{Format: JSON, Offset: int64(i), Reason: "not valid UTF-8"}
+	}
 	if json.Valid(body) {
 		return nil
 	}

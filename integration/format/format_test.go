@@ -53,6 +53,8 @@ func TestCheck(t *testing.T) {
 		{JSON, "", false, -1, "empty"},
 		{JSON, "  \n", false, -1, "empty"},
 		{JSON, `{"a":NaN}`, false, 6, "invalid character"},
+		{JSON, "{\"name\":\"M\xDCLLER\"}", false, 10, "not valid UTF-8"},
+		{JSON, "{\"name\":\"MÜLLER\"}", true, 0, ""},
 		{CSV, "mrn,name\n1,Ann\n2,\"Bo, b\"\n", true, 0, ""},
 		{CSV, "mrn,name\n", true, 0, ""},
 		{CSV, bom + "mrn,name\r\n1,Ann\r\n", true, 0, ""},

@@ -58,6 +58,12 @@ type SplitOptions struct {
 	// offset past it: from Splitter.Header of an earlier run, or
 	// ReadCSVHeader on the file. Only for SplitCSV with a start offset > 0.
 	Header []byte
+	// NotUTF8 says the file is in another character set, which the caller
+	// decodes (and checks) record by record: CSV rows are then cut without
+	// the UTF-8 check. Cutting stays right, because every set the engine
+	// reads (integration/charset) keeps ASCII's bytes and never uses a
+	// delimiter, quote or line end byte inside a multi-byte character.
+	NotUTF8 bool
 }
 
 // Record is one record of a file, with where it lies in the file.
@@ -110,6 +116,7 @@ type Splitter struct {
 	header  []byte
 	columns int
 	fatal   error
+	notUTF8 bool // SplitOptions.NotUTF8
 }
 
 // NewSplitter returns a Splitter reading r, which is positioned at byte
@@ -132,7 +139,7 @@ func NewSplitter(r io.Reader, kind SplitKind, start int64, opts SplitOptions) (*
 	if opts.MaxRecord <= 0 {
 		opts.MaxRecord = DefaultMaxRecord
 	}
-	s := &Splitter{kind: kind, max: opts.MaxRecord, src: source{r: r, buf: make([]byte, opts.BufferSize), off: start}}
+	s := &Splitter{kind: kind, max: opts.MaxRecord, src: source{r: r, buf: make([]byte, opts.BufferSize), off: start}, notUTF8: opts.NotUTF8}
 	switch {
 	case opts.Header != nil && (kind != SplitCSV || start == 0):
 		return nil, errors.New("format: a header is only given to resume a CSV file at an offset past it")

@@ -143,7 +143,11 @@ func (s *Splitter) readHeader() error {
 }
 
 func (s *Splitter) setHeader(h []byte) error {
-	names, _, err := parseCSV(h)
+	check := h
+	if s.notUTF8 {
+		check = byteRunes(h)
+	}
+	names, _, err := parseCSV(check)
 	if err != nil {
 		return fmt.Errorf("format: the CSV header row: %w", err)
 	}
@@ -176,11 +180,27 @@ func (s *Splitter) nextCSV() (Record, error) {
 		case fields != s.columns:
 			return fail(fmt.Sprintf("the row has %d fields but the header has %d", fields, s.columns), false)
 		}
-		if i := invalidUTF8(s.line); i >= 0 {
+		if i := invalidUTF8(s.line); i >= 0 && !s.notUTF8 {
 			return fail(fmt.Sprintf("not valid UTF-8 at byte %d", s.lstart+int64(i)), false)
 		}
 		data := make([]byte, 0, len(s.header)+len(s.line))
 		data = append(append(data, s.header...), s.line...)
 		return Record{Data: data, Start: s.lstart, End: s.lend}, nil
 	}
+}
+
+// byteRunes returns b with every byte of 0x80 and above written as the
+// rune of that number (b read as Latin-1): valid UTF-8 that keeps b's CSV
+// structure and tells apart every two names b tells apart, so a header in
+// another character set can be checked before the caller decodes it.
+func byteRunes(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/4)
+	for _, c := range b {
+		if c < 0x80 {
+			out = append(out, c)
+		} else {
+			out = append(out, 0xC0|c>>6, 0x80|c&0x3F)
+		}
+	}
+	return out
 }
