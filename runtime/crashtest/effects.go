@@ -184,9 +184,7 @@ func RunEffects(t *testing.T, cfg Config) {
 			if chaosCtx.Err() != nil {
 				return
 			}
-			i := rand.N(cfg.Workers)
-			f.kill(i)
-			f.start(i)
+			f.cycle(rand.N(cfg.Workers))
 		}
 	}()
 	deadline := time.Now().Add(cfg.Timeout)
