@@ -28,6 +28,9 @@ const metaCharset = "charset"
 type decoded struct {
 	text []byte
 	cs   charset.Charset
+	// same: text is the raw bytes themselves (UTF-8, or ASCII in any set),
+	// so a parse of the raw bytes is a parse of text.
+	same bool
 }
 
 // decodeError is a message refused because its bytes do not decode (or it
@@ -67,7 +70,8 @@ func decodeIn(in *config.Interface, raw []byte, label *charset.Charset) (decoded
 		}
 		return decoded{}, &decodeError{offset: off, err: err}
 	}
-	return decoded{text: text, cs: cs}, nil
+	same := len(text) == len(raw) && (len(raw) == 0 || &text[0] == &raw[0])
+	return decoded{text: text, cs: cs, same: same}, nil
 }
 
 // withCharset records the set a message arrived in in its meta (only when

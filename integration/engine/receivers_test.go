@@ -91,11 +91,7 @@ func newEMRStandIn(t *testing.T, decide func(mrn string) string) *emrStandIn {
 		t.Fatal(err)
 	}
 	s := &emrStandIn{addr: ln.Addr().String(), decide: decide, quit: make(chan struct{})}
-	srv, err := mllpnet.NewServer(mllpnet.HandlerFunc(func(ctx context.Context, _ mllpnet.ConnInfo, payload []byte) []byte {
-		m, err := hl7.Parse(payload)
-		if err != nil {
-			return nil
-		}
+	srv, err := mllpnet.NewServer(mllpnet.HandlerFunc(func(ctx context.Context, _ mllpnet.ConnInfo, _ []byte, m *hl7.Message) []byte {
 		mrn := m.Get("PID-3.1")
 		n := s.inflight.Add(1)
 		defer s.inflight.Add(-1)

@@ -53,7 +53,7 @@ func (s *mllpSource) run(ctx context.Context) error {
 	return err
 }
 
-func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload []byte) []byte {
+func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload []byte, msg *hl7.Message) []byte {
 	// Decode first: a message whose bytes are not text in its character set
 	// would be stored altered (or quarantined later, after an AA), so it is
 	// refused here, before anything is written, with a reason the sender's
@@ -65,9 +65,12 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 			"interface", s.ir.cfg.Name, "remote", conn.Remote.String(), "reason", err.Error())
 		return hl7.BuildRejectACK(payload, reason, hl7.ACKOptions{}).Bytes()
 	}
-	msg, err := hl7.Parse(in.text)
-	if err != nil { // the server answers non-HL7 itself; this is a safety net
-		return hl7.BuildRejectACK(payload, "not an HL7 v2 message: "+err.Error(), hl7.ACKOptions{}).Bytes()
+	// The server's parse of the raw bytes serves unless decoding changed
+	// them (a non-ASCII message in a set other than UTF-8).
+	if !in.same {
+		if msg, err = hl7.Parse(in.text); err != nil { // the server answered non-HL7 itself; a safety net
+			return hl7.BuildRejectACK(payload, "not an HL7 v2 message: "+err.Error(), hl7.ACKOptions{}).Bytes()
+		}
 	}
 	build := func(o hl7.Outcome, text string) ([]byte, error) {
 		if !hl7.AckWanted(msg, o) {

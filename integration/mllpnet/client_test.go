@@ -29,9 +29,8 @@ func newClient(t *testing.T, addr string, o ClientOptions) *Client {
 // answering returns a handler that answers every message with outcome o in
 // its mode.
 func answering(o hl7.Outcome) HandlerFunc {
-	return func(_ context.Context, _ ConnInfo, payload []byte) []byte {
-		m, _ := hl7.Parse(payload)
-		a, err := hl7.BuildACK(m, hl7.CodeFor(m, o), "because", hl7.ACKOptions{})
+	return func(_ context.Context, _ ConnInfo, _ []byte, msg *hl7.Message) []byte {
+		a, err := hl7.BuildACK(msg, hl7.CodeFor(msg, o), "because", hl7.ACKOptions{})
 		if err != nil {
 			panic(err)
 		}
@@ -190,11 +189,11 @@ func TestClientIdleClosedByPeer(t *testing.T) {
 func TestClientAckTimeout(t *testing.T) {
 	m := samples(t, 2, false)
 	release := make(chan struct{})
-	h := func(ctx context.Context, ci ConnInfo, payload []byte) []byte {
+	h := func(ctx context.Context, ci ConnInfo, payload []byte, msg *hl7.Message) []byte {
 		if ci.ID == 1 {
 			<-release
 		}
-		return ackAA(ctx, ci, payload)
+		return ackAA(ctx, ci, payload, msg)
 	}
 	r := start(t, h, ServerOptions{})
 	defer close(release)
@@ -219,7 +218,7 @@ func TestClientAckTimeout(t *testing.T) {
 func TestClientContextCancel(t *testing.T) {
 	m := samples(t, 1, false)
 	release := make(chan struct{})
-	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte) []byte { <-release; return ackAA(ctx, ci, p) }, ServerOptions{})
+	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte, msg *hl7.Message) []byte { <-release; return ackAA(ctx, ci, p, msg) }, ServerOptions{})
 	defer close(release)
 	c := newClient(t, r.addr, ClientOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -235,7 +234,7 @@ func TestClientContextCancel(t *testing.T) {
 // dropped, nil connection and crashed the process; -race sees the race).
 func TestClientCancelRacesDrop(t *testing.T) {
 	m := samples(t, 1, false)
-	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte) []byte { return nil }, ServerOptions{})
+	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte, msg *hl7.Message) []byte { return nil }, ServerOptions{})
 	c := newClient(t, r.addr, ClientOptions{AckTimeout: time.Millisecond, BackoffMin: time.Microsecond, BackoffMax: time.Microsecond})
 	for i := range 200 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -267,14 +266,14 @@ func TestClientBadReplies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := true
 			var mu sync.Mutex
-			h := func(ctx context.Context, ci ConnInfo, p []byte) []byte {
+			h := func(ctx context.Context, ci ConnInfo, p []byte, msg *hl7.Message) []byte {
 				mu.Lock()
 				defer mu.Unlock()
 				if bad {
 					bad = false
 					return tc.reply(p)
 				}
-				return ackAA(ctx, ci, p)
+				return ackAA(ctx, ci, p, msg)
 			}
 			r := start(t, h, ServerOptions{})
 			c := newClient(t, r.addr, ClientOptions{BackoffMin: 10 * time.Millisecond})

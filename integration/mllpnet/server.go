@@ -36,8 +36,10 @@ type ConnInfo struct {
 	Local  net.Addr
 }
 
-// Handler answers one message. payload is the frame's content, already
-// known to parse as HL7 (hl7.Parse succeeds); it belongs to the handler.
+// Handler answers one message. payload is the frame's content and msg
+// the server's parse of it (hl7.Parse(payload)), handed over so that a
+// message is parsed once between the socket and the handler; both belong
+// to the handler.
 // The handler returns the ACK to write, usually built with hl7.BuildACK
 // and hl7.CodeFor; nil or empty writes nothing (enhanced mode with MSH-15
 // NE, say). Calls for one connection are sequential and in arrival order;
@@ -47,15 +49,15 @@ type ConnInfo struct {
 // or a Shutdown whose context ran out); a graceful Shutdown lets the
 // handler finish and sends its ACK.
 type Handler interface {
-	HandleMessage(ctx context.Context, conn ConnInfo, payload []byte) (ack []byte)
+	HandleMessage(ctx context.Context, conn ConnInfo, payload []byte, msg *hl7.Message) (ack []byte)
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, conn ConnInfo, payload []byte) []byte
+type HandlerFunc func(ctx context.Context, conn ConnInfo, payload []byte, msg *hl7.Message) []byte
 
 // HandleMessage calls f.
-func (f HandlerFunc) HandleMessage(ctx context.Context, conn ConnInfo, payload []byte) []byte {
-	return f(ctx, conn, payload)
+func (f HandlerFunc) HandleMessage(ctx context.Context, conn ConnInfo, payload []byte, msg *hl7.Message) []byte {
+	return f(ctx, conn, payload, msg)
 }
 
 // ServerOptions tune a Server. The zero value is ready to use; a zero
@@ -361,21 +363,24 @@ func (s *Server) serveConn(sv *served) {
 // answer returns the ACK for one frame: the server's own AR for a frame
 // that is not HL7, the handler's answer otherwise.
 func (s *Server) answer(sv *served, log *slog.Logger, payload []byte) []byte {
-	if _, err := hl7.Parse(payload); err != nil {
+	msg, err := hl7.Parse(payload)
+	if err != nil {
 		s.stats.NotHL7.Add(1)
 		log.Warn("mllp: a frame that is not HL7 answered AR", "error", err, "bytes", len(payload))
 		return hl7.BuildRejectACK(payload, "not an HL7 message: "+err.Error(), hl7.ACKOptions{}).Bytes()
 	}
-	return s.call(sv, log, payload)
+	return s.call(sv, log, payload, msg)
 }
 
 // call runs the handler; a panic is logged and answered AE, so that one
 // bad message cannot take the listener down and the sender retries.
-func (s *Server) call(sv *served, log *slog.Logger, payload []byte) (ack []byte) {
+func (s *Server) call(sv *served, log *slog.Logger, payload []byte, msg *hl7.Message) (ack []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.stats.HandlerPanics.Add(1)
 			log.Error("mllp: the message handler panicked; answering AE", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			// Parsed again: the handler may have changed msg before it
+			// panicked, and the ACK must echo what was sent.
 			m, err := hl7.Parse(payload)
 			if err != nil {
 				ack = nil
@@ -389,7 +394,7 @@ func (s *Server) call(sv *served, log *slog.Logger, payload []byte) (ack []byte)
 			ack = a.Bytes()
 		}
 	}()
-	return s.h.HandleMessage(s.hctx, sv.info, payload)
+	return s.h.HandleMessage(s.hctx, sv.info, payload, msg)
 }
 
 // write sends one ACK; false means the connection must end.

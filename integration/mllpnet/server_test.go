@@ -182,9 +182,9 @@ func TestIdleTimeout(t *testing.T) {
 		p.closed(5 * time.Second)
 	})
 	t.Run("a slow handler does not count as idle", func(t *testing.T) {
-		slow := func(ctx context.Context, c ConnInfo, payload []byte) []byte {
+		slow := func(ctx context.Context, c ConnInfo, payload []byte, msg *hl7.Message) []byte {
 			time.Sleep(400 * time.Millisecond)
-			return ackAA(ctx, c, payload)
+			return ackAA(ctx, c, payload, msg)
 		}
 		r := start(t, slow, ServerOptions{IdleTimeout: 150 * time.Millisecond, ReadTimeout: 150 * time.Millisecond})
 		p := dial(t, r.addr)
@@ -228,11 +228,11 @@ func TestShutdownDrains(t *testing.T) {
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	var cancelled atomic.Bool
-	h := func(ctx context.Context, c ConnInfo, payload []byte) []byte {
+	h := func(ctx context.Context, c ConnInfo, payload []byte, msg *hl7.Message) []byte {
 		entered <- struct{}{}
 		<-release
 		cancelled.Store(ctx.Err() != nil)
-		return ackAA(ctx, c, payload)
+		return ackAA(ctx, c, payload, msg)
 	}
 	r := start(t, h, ServerOptions{})
 	busy := dial(t, r.addr)
@@ -282,7 +282,7 @@ func TestShutdownTimeoutForces(t *testing.T) {
 	m := samples(t, 1, false)
 	entered := make(chan struct{}, 1)
 	sawCancel := make(chan bool, 1)
-	h := func(ctx context.Context, c ConnInfo, payload []byte) []byte {
+	h := func(ctx context.Context, c ConnInfo, payload []byte, msg *hl7.Message) []byte {
 		entered <- struct{}{}
 		select {
 		case <-ctx.Done():
@@ -290,7 +290,7 @@ func TestShutdownTimeoutForces(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			sawCancel <- false
 		}
-		return ackAA(ctx, c, payload)
+		return ackAA(ctx, c, payload, msg)
 	}
 	r := start(t, h, ServerOptions{})
 	p := dial(t, r.addr)
@@ -348,7 +348,7 @@ func TestMaxConnections(t *testing.T) {
 func TestHandlerAnswers(t *testing.T) {
 	m := samples(t, 2, false)
 	t.Run("a panic is answered AE", func(t *testing.T) {
-		r := start(t, func(context.Context, ConnInfo, []byte) []byte { panic("boom") }, ServerOptions{})
+		r := start(t, func(context.Context, ConnInfo, []byte, *hl7.Message) []byte { panic("boom") }, ServerOptions{})
 		p := dial(t, r.addr)
 		p.write(frame(m[0].raw))
 		if code, id, _ := p.ack(); code != "AE" || id != m[0].id {
@@ -359,11 +359,11 @@ func TestHandlerAnswers(t *testing.T) {
 		}
 	})
 	t.Run("an empty answer sends nothing", func(t *testing.T) {
-		h := func(ctx context.Context, c ConnInfo, payload []byte) []byte {
+		h := func(ctx context.Context, c ConnInfo, payload []byte, msg *hl7.Message) []byte {
 			if bytes.Contains(payload, []byte(m[0].id)) {
 				return nil
 			}
-			return ackAA(ctx, c, payload)
+			return ackAA(ctx, c, payload, msg)
 		}
 		r := start(t, h, ServerOptions{})
 		p := dial(t, r.addr)
@@ -376,9 +376,9 @@ func TestHandlerAnswers(t *testing.T) {
 	})
 	t.Run("the handler sees the connection", func(t *testing.T) {
 		var seen atomic.Value
-		h := func(ctx context.Context, c ConnInfo, payload []byte) []byte {
+		h := func(ctx context.Context, c ConnInfo, payload []byte, msg *hl7.Message) []byte {
 			seen.Store(c)
-			return ackAA(ctx, c, payload)
+			return ackAA(ctx, c, payload, msg)
 		}
 		r := start(t, h, ServerOptions{})
 		p := dial(t, r.addr)

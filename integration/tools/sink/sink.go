@@ -239,11 +239,7 @@ func draw(seed uint64, id string, n int) float64 {
 	return float64(x>>11) / (1 << 53)
 }
 
-func (s *Sink) handle(ctx context.Context, conn mllpnet.ConnInfo, payload []byte) []byte {
-	m, err := hl7.Parse(payload)
-	if err != nil { // mllpnet answers non-HL7 itself; be safe anyway
-		return hl7.BuildRejectACK(payload, err.Error(), hl7.ACKOptions{}).Bytes()
-	}
+func (s *Sink) handle(ctx context.Context, conn mllpnet.ConnInfo, payload []byte, m *hl7.Message) []byte {
 	id := m.ControlID()
 	outcome, text := hl7.Accepted, ""
 
