@@ -218,7 +218,10 @@ func TestClientAckTimeout(t *testing.T) {
 func TestClientContextCancel(t *testing.T) {
 	m := samples(t, 1, false)
 	release := make(chan struct{})
-	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte, msg *hl7.Message) []byte { <-release; return ackAA(ctx, ci, p, msg) }, ServerOptions{})
+	r := start(t, func(ctx context.Context, ci ConnInfo, p []byte, msg *hl7.Message) []byte {
+		<-release
+		return ackAA(ctx, ci, p, msg)
+	}, ServerOptions{})
 	defer close(release)
 	c := newClient(t, r.addr, ClientOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
