@@ -47,6 +47,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -68,8 +69,8 @@ type Config struct {
 	// Schema holds the runtime's tables (default "ductus"); it is created
 	// if missing. Lower-case letters, digits and _.
 	Schema string
-	// MaxConns bounds the pool (default 16). The LISTEN connection is
-	// extra.
+	// MaxConns bounds the pool: this when set, else the DSN's
+	// pool_max_conns, else 16. The LISTEN connection is extra.
 	MaxConns int32
 	// MinConns keeps this many connections open (default 0).
 	MinConns int32
@@ -125,7 +126,11 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: DSN: %w", err)
 	}
-	pc.MaxConns = 16
+	// pgxpool's own default (4, or the CPU count) is too few for a host's
+	// workers; a pool_max_conns in the DSN is the operator's choice.
+	if !dsnSetsMaxConns(cfg.DSN) {
+		pc.MaxConns = 16
+	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
@@ -580,3 +585,9 @@ func limitOr(n, def int) int {
 
 // micros is the SQL for a parameter of whole microseconds as an interval.
 const us = ` * interval '1 microsecond'`
+
+// dsnSetsMaxConns reports whether a DSN (URL or key=value) names
+// pool_max_conns; pgxpool.ParseConfig has already checked its value.
+func dsnSetsMaxConns(dsn string) bool {
+	return strings.Contains(dsn, "pool_max_conns=")
+}

@@ -231,3 +231,42 @@ func TestTakeAsyncCommitStaysLocal(t *testing.T) {
 		t.Fatalf("after a take the connection's synchronous_commit is %q (%v), want on", setting, err)
 	}
 }
+
+// TestPoolSize: Config.MaxConns wins, then the DSN's pool_max_conns, then
+// the adapter's default of 16.
+func TestPoolSize(t *testing.T) {
+	need(t)
+	withParam := func(dsn, kv string) string {
+		if strings.Contains(dsn, "://") {
+			if strings.Contains(dsn, "?") {
+				return dsn + "&" + kv
+			}
+			return dsn + "?" + kv
+		}
+		return dsn + " " + kv
+	}
+	cases := []struct {
+		name string
+		dsn  string
+		max  int32
+		want int32
+	}{
+		{"default", testDSN, 0, 16},
+		{"from the DSN", withParam(testDSN, "pool_max_conns=3"), 0, 3},
+		{"Config over the DSN", withParam(testDSN, "pool_max_conns=3"), 5, 5},
+		{"Config alone", testDSN, 7, 7},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testutil.Context(t)
+			b, err := Open(ctx, Config{DSN: tc.dsn, Schema: newSchema(), MaxConns: tc.max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.Pool().Config().MaxConns; got != tc.want {
+				t.Errorf("MaxConns = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
