@@ -167,8 +167,21 @@ func (c *conn) flush() {
 // write sends a batch, merging adjacent updates of one subscription into
 // one update frame (same order, fewer frames for a client catching up).
 func (c *conn) write(batch []item) error {
+	now := time.Now()
 	for i := 0; i < len(batch); i++ {
 		it := batch[i]
+		if it.sub != nil && it.kind != kindUnsubscribed && !now.Before(it.sub.claims.Expires) {
+			// The token has run out: nothing more of this actor is sent
+			// on it. The subscription ends with token_expired (once), so
+			// a client re-subscribes with a fresh token and since.
+			if c.expire(it.sub) {
+				if err := c.writeJSON(errorFrame{Op: OpError, Ref: &it.sub.ref, Code: CodeTokenExpired,
+					Message: "the subscription's token expired at " + it.sub.claims.Expires.UTC().Format(time.RFC3339) + "; subscribe again with a fresh token and since"}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		var frame any
 		switch it.kind {
 		case kindUpdate:
@@ -199,16 +212,35 @@ func (c *conn) write(batch []item) error {
 		case kindError:
 			frame = it.err
 		}
-		b, err := json.Marshal(frame)
-		if err != nil {
-			return err
-		}
-		_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
-		if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+		if err := c.writeJSON(frame); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeJSON writes one frame.
+func (c *conn) writeJSON(frame any) error {
+	b, err := json.Marshal(frame)
+	if err != nil {
+		return err
+	}
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// expire ends s because its token ran out; false when s had already ended
+// (expired before, unsubscribed or replaced by a new subscribe), so the
+// client is told once.
+func (c *conn) expire(s *sub) bool {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	if c.subs[s.ref] != s {
+		return false
+	}
+	c.drop(s)
+	c.h.met.refusals.WithLabelValues(CodeTokenExpired).Inc()
+	return true
 }
 
 // sendError queues an error frame and counts it as a refusal.

@@ -56,8 +56,10 @@
 // the runtime's subscription policy (actor.Policies.Subscription, with the
 // connection's caller from Config.Identify and the claims from TokenFrom)
 // and streams only if it allows. A token proves integrity, not permission.
-// It is checked when a subscription starts or resumes; the policy runs
-// again on every snapshot.
+// It is checked when a subscription starts or resumes, and nothing is sent
+// on a subscription past its token's expiry: the subscription then ends
+// with token_expired (the browser client fetches a fresh token and resumes
+// with since). The policy runs again on every snapshot.
 //
 // # Resume
 //
