@@ -176,7 +176,12 @@ func start1001(ctx context.Context, r *runner) error {
 		return err
 	}
 	return r.fresh(ctx, nil, func(_ backend, dsn string) error {
-		c := exec.Command(os.Args[0], "-start-project", dir, "-backend", r.o.backend, "-dsn", dsn, "-durability", r.o.durability)
+		args := []string{"-start-project", dir, "-backend", r.o.backend, "-dsn", dsn, "-durability", r.o.durability}
+		if r.o.cpuprofile != "" {
+			// The engine starts in the child: its profile is the one to read.
+			args = append(args, "-cpuprofile", r.o.cpuprofile+".child")
+		}
+		c := exec.Command(os.Args[0], args...)
 		c.SysProcAttr = workerAttr()
 		c.Stderr = os.Stderr
 		out, err := c.StdoutPipe()

@@ -42,7 +42,7 @@ func TestOverflowSendsSnapshot(t *testing.T) {
 
 	for i := 1; i <= 10; i++ {
 		ask(t, h, ref, "add", 1)
-		if f := fast.untilValue("n", i); len(f.Changes) != 1 {
+		if f, _ := fast.untilValue("n", i); len(f.Changes) != 1 {
 			t.Fatalf("fast client got %s", f)
 		}
 	}

@@ -31,12 +31,12 @@ func TestSnapshotUpdateUnsubscribe(t *testing.T) {
 		ask(t, h, ref, "add", 3)
 		// An update committed before the snapshot's read but seen after it
 		// may come first (it repeats what the snapshot shows).
-		up := c.untilValue("n", 5)
+		up, _ := c.untilValue("n", 5)
 		if len(up.Changes) != 1 || up.Version <= snap.Version {
 			t.Fatalf("update %s after snapshot version %d: want n=5 only, a higher version", up, snap.Version)
 		}
 		ask(t, h, ref, "add", 1)
-		up2 := c.untilValue("n", 6)
+		up2, _ := c.untilValue("n", 6)
 		if up2.Version <= up.Version {
 			t.Fatalf("versions must grow: %d then %d", up.Version, up2.Version)
 		}

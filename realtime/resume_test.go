@@ -20,7 +20,8 @@ func TestResume(t *testing.T) {
 		c.send(subscribeFrame(ref, token(t, ref), nil, "n"))
 		c.expect(OpSnapshot, "")
 		ask(t, h, ref, "add", 1)
-		last := c.untilValue("n", 1).Version
+		f, _ := c.untilValue("n", 1)
+		last := f.Version
 		c.ws.Close()
 
 		// Within retention: two changes missed, both sent, then resumed.

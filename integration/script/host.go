@@ -186,6 +186,9 @@ func (h *Host) acquire(ctx context.Context) (*worker, error) {
 
 func (h *Host) release(w *worker) { h.pool <- w }
 
+// Isolates is the pool's size: how many calls (or Loads) run at once.
+func (h *Host) Isolates() int { return h.cfg.Isolates }
+
 // Load compiles an interface, runs its top-level code on one isolate and
 // checks that spec.Functions are defined, then publishes it (replacing an
 // earlier version of the same name, and clearing a stopped state). Problems
