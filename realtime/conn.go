@@ -175,10 +175,9 @@ func (c *conn) write(batch []item) error {
 			// on it. The subscription ends with token_expired (once), so
 			// a client re-subscribes with a fresh token and since.
 			if c.expire(it.sub) {
-				if err := c.writeJSON(errorFrame{Op: OpError, Ref: &it.sub.ref, Code: CodeTokenExpired,
-					Message: "the subscription's token expired at " + it.sub.claims.Expires.UTC().Format(time.RFC3339) + "; subscribe again with a fresh token and since"}); err != nil {
-					return err
-				}
+				ref := it.sub.ref
+				c.sendError(&ref, CodeTokenExpired, "the subscription's token expired at "+
+					it.sub.claims.Expires.UTC().Format(time.RFC3339)+"; subscribe again with a fresh token and since")
 			}
 			continue
 		}
@@ -212,26 +211,22 @@ func (c *conn) write(batch []item) error {
 		case kindError:
 			frame = it.err
 		}
-		if err := c.writeJSON(frame); err != nil {
+		b, err := json.Marshal(frame)
+		if err != nil {
+			return err
+		}
+		_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+		if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeJSON writes one frame.
-func (c *conn) writeJSON(frame any) error {
-	b, err := json.Marshal(frame)
-	if err != nil {
-		return err
-	}
-	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
-	return c.ws.WriteMessage(websocket.TextMessage, b)
-}
-
 // expire ends s because its token ran out; false when s had already ended
 // (expired before, unsubscribed or replaced by a new subscribe), so the
-// client is told once.
+// client is told once. (Its error frame is queued behind this batch, which
+// holds nothing more of s.)
 func (c *conn) expire(s *sub) bool {
 	c.subMu.Lock()
 	defer c.subMu.Unlock()
@@ -239,7 +234,6 @@ func (c *conn) expire(s *sub) bool {
 		return false
 	}
 	c.drop(s)
-	c.h.met.refusals.WithLabelValues(CodeTokenExpired).Inc()
 	return true
 }
 

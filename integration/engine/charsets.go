@@ -28,9 +28,6 @@ const metaCharset = "charset"
 type decoded struct {
 	text []byte
 	cs   charset.Charset
-	// same: text is the raw bytes themselves (UTF-8, or ASCII in any set),
-	// so a parse of the raw bytes is a parse of text.
-	same bool
 }
 
 // decodeError is a message refused because its bytes do not decode (or it
@@ -70,8 +67,14 @@ func decodeIn(in *config.Interface, raw []byte, label *charset.Charset) (decoded
 		}
 		return decoded{}, &decodeError{offset: off, err: err}
 	}
-	same := len(text) == len(raw) && (len(raw) == 0 || &text[0] == &raw[0])
-	return decoded{text: text, cs: cs, same: same}, nil
+	return decoded{text: text, cs: cs}, nil
+}
+
+// undecoded reports whether text is raw itself: charset.Decode returns
+// its input when there was nothing to convert (UTF-8, or ASCII in any
+// set), so a parse of raw is a parse of text.
+func undecoded(text, raw []byte) bool {
+	return len(text) == len(raw) && (len(raw) == 0 || &text[0] == &raw[0])
 }
 
 // withCharset records the set a message arrived in in its meta (only when

@@ -67,7 +67,7 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 	}
 	// The server's parse of the raw bytes serves unless decoding changed
 	// them (a non-ASCII message in a set other than UTF-8).
-	if !in.same {
+	if !undecoded(in.text, payload) {
 		if msg, err = hl7.Parse(in.text); err != nil { // the server answered non-HL7 itself; a safety net
 			return hl7.BuildRejectACK(payload, "not an HL7 v2 message: "+err.Error(), hl7.ACKOptions{}).Bytes()
 		}
