@@ -21,3 +21,23 @@ func (b *Backend) BacklogCount(ctx context.Context, p *store.BacklogCountParams)
 	}
 	return out, nil
 }
+
+// BacklogByActor implements store.Backend with the shared statement
+// (sqlrow.BacklogByActor), one round trip like BacklogCount.
+func (b *Backend) BacklogByActor(ctx context.Context, p *store.BacklogByActorParams) ([]store.ActorBacklog, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	st := sqlrow.BacklogByActor(p, sqlrow.IntBooleans)
+	b.count(1)
+	rows, err := b.db.QueryContext(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return nil, classify("count the backlog by actor", err)
+	}
+	defer rows.Close()
+	out, err := sqlrow.ScanBacklogByActor(rows)
+	if err != nil {
+		return nil, classify("count the backlog by actor", err)
+	}
+	return out, nil
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/ductus/ductus/examples"
+	"github.com/ductus/ductus/integration/access"
+	"github.com/ductus/ductus/integration/engine"
 )
 
 // devSendArgs is the walkthrough's ductus send: ADT types only, since the
@@ -61,7 +63,22 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 `, proj.Dir, fmt.Sprintf(devSendArgs, adt), adt, filepath.Join(proj.Dir, "samples", "adt_a0*.hl7"),
 		filepath.Join(proj.Dir, "samples", "oru_r01.hl7"), filepath.Join(proj.Dir, "inbox", "lab")+string(filepath.Separator),
 		filepath.Join(proj.Dir, "out"))
-	return runProject(ctx, proj, log)
+	return runProject(ctx, proj, log, func(e *engine.Engine) error {
+		if proj.Engine.API.Listen == "" {
+			return nil
+		}
+		// A development admin: a fresh token each start, printed here
+		// only (its hash is what the database keeps).
+		tok, secret, err := e.Access().CreateToken(ctx, cliPrincipal(), access.NewToken{Name: "dev", Role: access.Admin, Perms: access.AllPerms})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, `  the operator API:     http://%[1]s/api/v1/ (admin token %[2]s, with payloads and audit)
+                        export DUCTUS_API=http://%[1]s DUCTUS_TOKEN=%[3]s
+                        ductus status
+`, proj.Engine.API.Listen, tok.ID, secret)
+		return nil
+	})
 }
 
 func exampleDir() (string, error) {

@@ -6,6 +6,9 @@
 //	ductus dev                  run the bundled example project on SQLite, everything on localhost
 //	ductus validate <project>   check a project without touching a database
 //	ductus migrate <project>    create or upgrade the project's database schema
+//	ductus status               a running engine's interfaces and queues, through its API
+//	ductus token ...            create, list or revoke API tokens (on the server, no API needed)
+//	ductus api-spec             print the operator API's OpenAPI document
 //	ductus send ...             send HL7 messages over MLLP (a test tool)
 //	ductus sink ...             receive HL7 messages over MLLP and ACK them (a test tool)
 //	ductus version
@@ -36,6 +39,9 @@ func commands() []command {
 		{"dev", "run the bundled example project on SQLite with everything on localhost", devCmd},
 		{"validate", "check a project (files, keys, routes, scripts) without touching a database", validateCmd},
 		{"migrate", "create or upgrade the project's database schema", migrateCmd},
+		{"status", "a running engine's interfaces and queues, through its API (DUCTUS_TOKEN)", statusCmd},
+		{"token", "create, list or revoke API tokens on the server: ductus token create|list|revoke <project-dir>", tokenCmd},
+		{"api-spec", "print the operator API's OpenAPI document", apiSpecCmd},
 		{"send", "send HL7 v2 messages over MLLP and count the ACKs", sendCmd},
 		{"sink", "receive HL7 v2 messages over MLLP and ACK them", sinkCmd},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {

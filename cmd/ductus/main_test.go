@@ -87,8 +87,9 @@ func TestDevWalkthrough(t *testing.T) {
 	if err := copyProject(os.DirFS(exampleProject), dir); err != nil {
 		t.Fatal(err)
 	}
-	adt, emr, lab := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
+	adt, emr, lab, apiAddr := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	_, emrPort, _ := net.SplitHostPort(emr)
+	t.Setenv("API_LISTEN", apiAddr)
 	t.Setenv("ADT_LISTEN", adt)
 	t.Setenv("EMR_HOST", "127.0.0.1")
 	t.Setenv("EMR_PORT", emrPort)
@@ -160,5 +161,29 @@ func TestDevWalkthrough(t *testing.T) {
 	}
 	if !bytes.Contains(emrOut, []byte("|EMR|")) {
 		t.Fatal("the EMR's messages lack the transform's MSH-6")
+	}
+
+	// The printed export line works: ductus status through the API, with
+	// the development admin's token.
+	_, export, ok := strings.Cut(stdout.String(), "export ")
+	if !ok {
+		t.Fatalf("ductus dev printed\n%s\nwithout the API's export line", stdout.String())
+	}
+	export, _, _ = strings.Cut(export, "\n")
+	for _, kv := range strings.Fields(export) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	if os.Getenv("DUCTUS_API") != "http://"+apiAddr || !strings.HasPrefix(os.Getenv("DUCTUS_TOKEN"), "dux_") {
+		t.Fatalf("the export line %q", export)
+	}
+	var st, stErr testutil.SyncBuffer
+	if code := run(ctx, []string{"status"}, &st, &stErr); code != 0 {
+		t.Fatalf("ductus status exited %d\n%s%s", code, st.String(), stErr.String())
+	}
+	for _, want := range []string{"adt", "lab", "emr", "archive", "running"} {
+		if !strings.Contains(st.String(), want) {
+			t.Fatalf("ductus status printed\n%s\nwithout %q", st.String(), want)
+		}
 	}
 }

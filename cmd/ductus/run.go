@@ -74,15 +74,22 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	return runProject(ctx, proj, log)
+	return runProject(ctx, proj, log, nil)
 }
 
-func runProject(ctx context.Context, proj *config.Project, log *slog.Logger) error {
+// runProject runs an engine on proj until ctx ends; opened, when set, is
+// called once the engine's database is open, before anything listens.
+func runProject(ctx context.Context, proj *config.Project, log *slog.Logger, opened func(*engine.Engine) error) error {
 	e, err := engine.New(ctx, proj, engine.Options{Logger: log, Version: version})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if opened != nil {
+		if err := opened(e); err != nil {
+			return err
+		}
+	}
 	stop := restartOnHangup(ctx, e, log)
 	defer stop()
 	return e.Run(ctx)

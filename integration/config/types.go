@@ -91,8 +91,8 @@ type ScriptLimits struct {
 	Isolates int           // pool size; ductus.yaml's 0 is resolved to the number of CPUs
 }
 
-// API is the operator API's listener: reserved and checked, but nothing
-// listens on it yet.
+// API is the operator API's listener (integration/api, served by the
+// engine).
 type API struct {
 	// Listen is host:port, or "" when ductus.yaml says "off".
 	Listen string

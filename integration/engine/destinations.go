@@ -69,8 +69,6 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 					}
 					if err != nil {
 						switch {
-						case actor.IsPermanent(err):
-							e.met.quarantined.WithLabelValues(dest.Interface, dest.Name).Inc()
 						case errors.Is(err, errWaiting):
 							// Nothing was sent: give the delivery back
 							// without using up an attempt (max_attempts
@@ -82,6 +80,11 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 								after = we.after
 							}
 							return nil, &host.NotAttemptedError{RetryAfter: after, Err: err}
+						case ctx.Err() == nil && (actor.IsPermanent(err) || (dest.Retry.MaxAttempts > 0 && ec.Attempt >= dest.Retry.MaxAttempts)):
+							// Refused for good, or the last attempt
+							// max_attempts allows: the runtime
+							// dead-letters the send.
+							e.quarantined(dest.Interface, dest.Name, a.M, err.Error())
 						default:
 							e.met.sendRetries.WithLabelValues(dest.Interface, dest.Name).Inc()
 						}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/adapters/dburl"
+	"github.com/ductus/ductus/integration/access"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/format"
 	"github.com/ductus/ductus/integration/ixstore"
@@ -81,9 +82,13 @@ type Engine struct {
 	opts    Options
 	group   groupCommit
 
+	startedAt time.Time
+	access    *access.Store
+
 	mu        sync.Mutex
 	sources   []source
 	listening bool // every source's listener is bound
+	apiAddr   string
 }
 
 // ifaceRuntime is an interface with what the engine compiled for it.
@@ -133,7 +138,7 @@ func migrate(ctx context.Context, be ixstore.Backend) error {
 // listens or sends: the database (migrated), the scripts (compiled), the
 // runtime host.
 func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, error) {
-	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}, opts: opts}
+	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}, opts: opts, startedAt: time.Now().UTC()}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -173,6 +178,7 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 		e.be, e.ownBE = be, true
 	}
 	e.ms = msgstore.New(e.be)
+	e.access = access.New(e.be.EngineStore())
 	if err := e.buildHost(opts); err != nil {
 		e.Close()
 		return nil, err
@@ -290,7 +296,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	errc := make(chan error, len(srcs))
+	errc := make(chan error, len(srcs)+1)
+	if err := e.serveAPI(sctx, &wg, errc); err != nil {
+		closeAll(srcs)
+		_ = e.rt.Shutdown(context.Background())
+		return err
+	}
 	for _, s := range srcs {
 		wg.Add(1)
 		go func() {

@@ -122,7 +122,7 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 			// Sending cannot succeed however often it is retried: the
 			// delivery is quarantined, where an operator can edit and resend.
 			s.Held++
-			e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
+			e.quarantined(ifaceName, destName, m.ID, err.Error())
 			return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: err.Error()}, nil
 		}
 		if err := e.stageDelivery(c, dest, m, out, cs); err != nil {
@@ -143,15 +143,16 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 	case script.KindRunaway:
 		e.noteStopped(ir) // the third in a row stops the interface
 		s.Held++
-		e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
-		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: "runaway script (" + res.Cause.String() + "): " + res.Reason}, nil
+		reason := "runaway script (" + res.Cause.String() + "): " + res.Reason
+		e.quarantined(ifaceName, destName, m.ID, reason)
+		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: reason}, nil
 	default: // quarantined
 		s.Held++
-		e.met.quarantined.WithLabelValues(ifaceName, destName).Inc()
 		reason := res.Reason
 		if res.Stack != "" {
 			reason += "\n" + res.Stack
 		}
+		e.quarantined(ifaceName, destName, m.ID, res.Reason)
 		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: reason}, nil
 	}
 }
@@ -184,4 +185,12 @@ func effectName(d *config.Destination) string {
 		return "ductus.route:" + d.Interface + "/" + d.Name
 	}
 	return "ductus.send:" + d.Interface + "/" + d.Name
+}
+
+// quarantined counts a quarantined delivery and writes its one log line,
+// so an operator watching the log (or alerting on it) sees every message
+// that now waits for a person.
+func (e *Engine) quarantined(iface, dest, msgID, reason string) {
+	e.met.quarantined.WithLabelValues(iface, dest).Inc()
+	e.log.Warn("message quarantined", "interface", iface, "destination", dest, "message", msgID, "reason", reason)
 }

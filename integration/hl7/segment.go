@@ -393,3 +393,8 @@ func (m *Message) RemoveAll(name string) (int, error) {
 	m.segs = kept
 	return n, nil
 }
+
+// Field returns field n's text as written (components, repetitions and
+// escapes unresolved), or "" when the segment has no field n. For MSH,
+// field 1 is the field separator and field 2 the encoding characters.
+func (s *Segment) Field(n int) string { return s.fieldRaw(n) }

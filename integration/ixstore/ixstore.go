@@ -89,4 +89,22 @@ type Store interface {
 	SourceStatePut(ctx context.Context, tx store.Tx, p *SourceStatePutParams) error
 	// SourceStateGet reads a source's state row.
 	SourceStateGet(ctx context.Context, p *SourceStateGetParams) (value []byte, found bool, err error)
+
+	// TokenInsert stores a new API token (its hash, never the token), in
+	// a transaction of its own. A duplicate ID or hash is an error.
+	TokenInsert(ctx context.Context, p *TokenInsertParams) error
+	// TokenByHash finds a token by the hash of its secret, revoked or not
+	// (the caller decides), on the read connections.
+	TokenByHash(ctx context.Context, p *TokenByHashParams) (Token, bool, error)
+	// TokenList lists every token, revoked ones included, oldest first.
+	TokenList(ctx context.Context) ([]Token, error)
+	// TokenRevoke marks a valid token revoked; false when no valid token
+	// has that ID.
+	TokenRevoke(ctx context.Context, p *TokenRevokeParams) (bool, error)
+
+	// AuditInsert writes one audit row in tx, so it commits with the
+	// change it describes, or (nil tx) in a transaction of its own.
+	AuditInsert(ctx context.Context, tx store.Tx, p *AuditInsertParams) error
+	// AuditList pages the audit log, newest first.
+	AuditList(ctx context.Context, p *AuditListParams) ([]AuditEntry, error)
 }

@@ -131,6 +131,13 @@ var rules = []rule{
 		forbid: slices.Concat(ours("adapters/...", "internal/testdb/..."), drivers),
 	},
 	{
+		// The API reads the engine through its Engine interface, so the
+		// API's tests build without V8 and the engine is one implementer.
+		name:   "the operator API and its access rules import no engine, script or V8",
+		from:   ours("integration/api/...", "integration/access/..."),
+		forbid: slices.Concat(ours("integration/engine/...", "integration/script/..."), []string{v8}),
+	},
+	{
 		name:     "realtime imports no adapter or driver (cmd/ and tests wire them)",
 		from:     ours("realtime/..."),
 		forbid:   slices.Concat(ours("adapters/...", "integration/...", "internal/testdb/..."), drivers),

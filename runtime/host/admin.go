@@ -215,6 +215,20 @@ func (h *Host) Backlog(ctx context.Context, q BacklogQuery) (Backlog, error) {
 	return Backlog(n), err
 }
 
+// BacklogByActor lists, for every actor of typ with work queued, pending
+// or dead, its counts, sorted by ID: one query for a page of many actors
+// (an interface's lanes) instead of one Backlog per actor.
+func (h *Host) BacklogByActor(ctx context.Context, typ string) ([]ActorBacklog, error) {
+	if typ == "" {
+		return nil, fmt.Errorf("%w: BacklogByActor needs an actor type", actor.ErrInvalidArguments)
+	}
+	if err := h.admin(ctx, "backlog.count", actor.Ref{Type: typ}); err != nil {
+		return nil, err
+	}
+	rows, err := h.be.BacklogByActor(ctx, &store.BacklogByActorParams{Type: typ})
+	return convert(rows, func(a *store.ActorBacklog) ActorBacklog { return ActorBacklog(*a) }), err
+}
+
 // RetryEffect makes a dead effect pending again; false when the effect
 // is not dead.
 func (h *Host) RetryEffect(ctx context.Context, id int64) (bool, error) {

@@ -34,6 +34,7 @@ func TestOperatorCallsRefuseBadQueries(t *testing.T) {
 			return err
 		}, actor.ErrInvalidArguments, "EffectQuery.Limit"},
 		{"backlog of an ID without a type", func(c context.Context) error { _, err := h.Backlog(c, BacklogQuery{ID: "x"}); return err }, actor.ErrInvalidArguments, "BacklogQuery.ID"},
+		{"backlog by actor without a type", func(c context.Context) error { _, err := h.BacklogByActor(c, ""); return err }, actor.ErrInvalidArguments, "BacklogByActor"},
 		{"dead letters with a negative limit", func(c context.Context) error {
 			_, err := h.DeadLetters(c, DeadLetterQuery{Limit: -5})
 			return err
@@ -84,6 +85,9 @@ func TestBacklogFollowsWork(t *testing.T) {
 			t.Fatalf("backlog of %+v = %+v, %v; want 3 messages", q, n, err)
 		}
 	}
+	if rows, err := h.BacklogByActor(ctx, tallyType); err != nil || len(rows) != 1 || rows[0] != (ActorBacklog{ID: "a", Messages: 3}) {
+		t.Fatalf("backlog by actor = %+v, %v; want a's 3 messages", rows, err)
+	}
 	if n, err := h.Backlog(ctx, BacklogQuery{Type: tallyType, ID: "b"}); err != nil || !n.Idle() {
 		t.Fatalf("another actor's backlog = %+v, %v", n, err)
 	}
@@ -99,5 +103,8 @@ func TestBacklogFollowsWork(t *testing.T) {
 	}
 	if n, err := h.Backlog(ctx, BacklogQuery{}); err != nil || !n.Idle() {
 		t.Fatalf("backlog after the work = %+v, %v", n, err)
+	}
+	if rows, err := h.BacklogByActor(ctx, tallyType); err != nil || len(rows) != 0 {
+		t.Fatalf("backlog by actor after the work = %+v, %v", rows, err)
 	}
 }

@@ -192,6 +192,21 @@ func (b Backlog) Idle() bool {
 	return b.Messages == 0 && b.Effects == 0 && b.Sends == 0 && b.Incoming == 0
 }
 
+// ActorBacklog is one actor's row of Host.BacklogByActor: what an
+// operator watches per lane. Sends and broadcasts are not in it; Backlog
+// has them for one actor.
+type ActorBacklog struct {
+	// ID is the actor's ID within the type asked for.
+	ID string
+	// Messages are ready or running messages, delayed ones included.
+	Messages int64
+	// Effects are pending effects the actor staged.
+	Effects int64
+	// DeadLetters and DeadEffects wait for an operator.
+	DeadLetters int64
+	DeadEffects int64
+}
+
 func asActorInfo(a *store.ActorInfo) ActorInfo {
 	return ActorInfo{Ref: a.Ref, State: a.State, StateVersion: a.StateVersion, Generation: a.Generation,
 		LeaseOwner: a.LeaseOwner, LeaseExpires: a.LeaseExpires, Paused: a.Paused, Unfinished: a.Unfinished,

@@ -15,6 +15,12 @@ import (
 type Counts interface {
 	// BacklogCount counts unfinished work in the scope p names.
 	BacklogCount(ctx context.Context, p *BacklogCountParams) (Backlog, error)
+	// BacklogByActor answers, in one query, the messages, effects and
+	// dead work BacklogCount would count for each actor of a type, so an
+	// operator page of many actors (an interface's lanes) costs one round
+	// trip instead of one per actor.
+	// It returns only actors with something to show, sorted by ID.
+	BacklogByActor(ctx context.Context, p *BacklogByActorParams) ([]ActorBacklog, error)
 }
 
 // BacklogCountParams names a scope: every actor (Type ""), every actor of
@@ -30,6 +36,38 @@ func (p *BacklogCountParams) Check() error {
 		return fmt.Errorf("%w: a backlog count for actor ID %q needs its type", actor.ErrInvalidArguments, p.ID)
 	}
 	return nil
+}
+
+// BacklogByActorParams names the type whose actors BacklogByActor lists.
+type BacklogByActorParams struct {
+	// Type is required: a per-actor list across every type would mix
+	// unrelated actors and grow with all of them.
+	Type string
+}
+
+// Check rejects an empty Type.
+func (p *BacklogByActorParams) Check() error {
+	if p.Type == "" {
+		return fmt.Errorf("%w: a backlog by actor needs an actor type", actor.ErrInvalidArguments)
+	}
+	return nil
+}
+
+// ActorBacklog is one actor's row of BacklogByActor: the work an operator
+// watches per lane (what is queued, what waits to be sent, what needs a
+// hand). Sends, incoming sends and broadcasts are not in it; BacklogCount
+// has them for one actor.
+type ActorBacklog struct {
+	// ID is the actor's ID within the type asked for.
+	ID string
+	// Messages are ready or running messages, delayed ones included, as in
+	// Backlog.Messages.
+	Messages int64
+	// Effects are pending effects the actor staged.
+	Effects int64
+	// DeadLetters and DeadEffects wait for an operator (retry or discard).
+	DeadLetters int64
+	DeadEffects int64
 }
 
 // Backlog is the unfinished work of a scope.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -42,6 +43,70 @@ var countTests = map[string]func(*testing.T, store.Backend){
 		_, err := b.BacklogCount(testutil.Context(t), &store.BacklogCountParams{ID: "x"})
 		if !errors.Is(err, actor.ErrInvalidArguments) {
 			t.Fatalf("an ID without a type: %v, want ErrInvalidArguments", err)
+		}
+	},
+	// ByActor lists a type's actors with their unfinished and dead work in
+	// one call: ready and running messages, ordered and unordered pending
+	// effects, dead letters and dead effects count; completed messages and
+	// done effects do not, an actor with only history is left out, and an
+	// actor of another type (even of the same ID) never mixes in.
+	"ByActor": func(t *testing.T, b store.Backend) {
+		ctx := testutil.Context(t)
+		a1, b1 := ref("a1"), actor.Ref{Type: typeB, ID: "a1"}
+		// a1: one ordered and one unordered effect stay pending, one is
+		// done and one dead; the staging message is completed.
+		stageEffects(t, b, a1, store.NewEffect{UUID: uuid(), Name: "fx", Ordered: true},
+			store.NewEffect{UUID: uuid(), Name: "fx"},
+			store.NewEffect{UUID: uuid(), Name: "finish"}, store.NewEffect{UUID: uuid(), Name: "finish"})
+		owner := newOwner()
+		fx, err := b.EffectClaim(ctx, &store.EffectClaimParams{Owner: owner, TTL: time.Minute, Limit: 10, Names: []string{"finish"}, OrderedRun: 1})
+		if err != nil || len(fx) != 2 {
+			t.Fatalf("claimed %d effects to finish, %v; want 2", len(fx), err)
+		}
+		finish(t, b, owner, store.EffectOutcome{ID: fx[0].ID, Attempt: fx[0].Attempt, Success: true},
+			store.EffectOutcome{ID: fx[1].ID, Attempt: fx[1].Attempt, Error: "refused", Dead: true})
+		deadLetter(t, b, ref("a2"))
+		// a4 has only completed messages.
+		enqueueN(t, b, ref("a4"), 2)
+		l := claimOne(t, b, owner, ref("a4"))
+		runAll(t, b, owner, l)
+		if err := b.LeaseRelease(ctx, &store.LeaseReleaseParams{Owner: owner, Leases: []store.LeaseRef{l.LeaseRef}}); err != nil {
+			t.Fatal(err)
+		}
+		// The other type: a pending effect and a dead letter.
+		stageEffects(t, b, b1, store.NewEffect{UUID: uuid(), Name: "fx"})
+		deadLetter(t, b, actor.Ref{Type: typeB, ID: "b2"})
+		// a3: one message running (claimed), two ready.
+		enqueueN(t, b, ref("a3"), 3)
+		l = claimOne(t, b, owner, ref("a3"))
+		if n := len(take(t, b, owner, l, 1)); n != 1 {
+			t.Fatalf("took %d messages, want 1", n)
+		}
+		enqueueN(t, b, a1, 2)
+		enqueueN(t, b, b1, 1)
+
+		for typ, want := range map[string][]store.ActorBacklog{
+			typeA: {
+				{ID: "a1", Messages: 2, Effects: 2, DeadEffects: 1},
+				{ID: "a2", DeadLetters: 1},
+				{ID: "a3", Messages: 3},
+			},
+			typeB: {
+				{ID: "a1", Messages: 1, Effects: 1},
+				{ID: "b2", DeadLetters: 1},
+			},
+			"storetest.none": nil,
+		} {
+			got, err := b.BacklogByActor(ctx, &store.BacklogByActorParams{Type: typ})
+			if err != nil {
+				t.Fatalf("backlog by actor of %q: %v", typ, err)
+			}
+			if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+				t.Errorf("backlog by actor of %q = %+v, want %+v", typ, got, want)
+			}
+		}
+		if _, err := b.BacklogByActor(ctx, &store.BacklogByActorParams{}); !errors.Is(err, actor.ErrInvalidArguments) {
+			t.Fatalf("backlog by actor without a type: %v, want ErrInvalidArguments", err)
 		}
 	},
 	// WorkThroughItsLife follows one actor's work from enqueue to done and

@@ -1,0 +1,13 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/ductus/ductus/integration/ixstore/ixstoretest"
+)
+
+// TestEngineAccessStore runs the engine store's tokens and audit log
+// suite on a fresh schema.
+func TestEngineAccessStore(t *testing.T) {
+	ixstoretest.Run(t, ixstoretest.Migrate(t, open(t).(*Backend)))
+}

@@ -1,0 +1,50 @@
+package access
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Ways a principal reached the engine (AuditEntry.Via).
+const (
+	ViaToken   = "token"
+	ViaSession = "session"
+	ViaCLI     = "cli"
+)
+
+// Principal is who is calling: a token's holder, a signed-in user, or the
+// CLI on the server.
+type Principal struct {
+	Name    string // the token's name or the user's
+	Via     string // ViaToken, ViaSession, ViaCLI
+	TokenID string // the token's public ID (ViaToken)
+	Role    Role
+	Perms   Perms
+	Address string // the caller's address ("" from the CLI)
+}
+
+// ErrUnauthenticated is a call without valid credentials (HTTP 401).
+var ErrUnauthenticated = errors.New("access: no valid credentials")
+
+// ErrForbidden is a call whose principal lacks the role or permission the
+// operation needs (HTTP 403).
+var ErrForbidden = errors.New("access: not allowed")
+
+// Check says whether p (nil: anonymous) may call an operation that needs
+// rule. The error wraps ErrUnauthenticated or ErrForbidden and says what
+// was missing.
+func Check(p *Principal, op string, rule Rule) error {
+	if rule.Public {
+		return nil
+	}
+	if p == nil || p.Role == RoleNone {
+		return fmt.Errorf("%w: %s needs a bearer token (Authorization: Bearer dux_...)", ErrUnauthenticated, op)
+	}
+	if p.Role < rule.Role {
+		return fmt.Errorf("%w: %s needs the %s role; %s is %s", ErrForbidden, op, rule.Role, p.Name, p.Role)
+	}
+	if rule.Perm != "" && !p.Perms.Has(rule.Perm) {
+		return fmt.Errorf("%w: %s needs the %s permission, which %s does not have", ErrForbidden, op, rule.Perm, p.Name)
+	}
+	return nil
+}

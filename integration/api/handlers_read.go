@@ -1,0 +1,134 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/common/expfmt"
+)
+
+// pageSize is a page's length from the limit parameter (the document
+// bounds it to 1..500).
+func pageSize(limit *int) int {
+	if limit == nil {
+		return 50
+	}
+	return *limit
+}
+
+func (s *server) GetHealth(context.Context, GetHealthRequestObject) (GetHealthResponseObject, error) {
+	return GetHealth200JSONResponse{Status: "ok"}, nil
+}
+
+// rawJSON answers bytes that are JSON already.
+type rawJSON []byte
+
+func (b rawJSON) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
+}
+
+func (s *server) GetOpenAPI(context.Context, GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error) {
+	b, err := DocumentJSON()
+	if err != nil {
+		return nil, err
+	}
+	return rawJSON(b), nil
+}
+
+func (s *server) GetEngine(ctx context.Context, _ GetEngineRequestObject) (GetEngineResponseObject, error) {
+	info, err := s.eng.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return GetEngine200JSONResponse(info), nil
+}
+
+func (s *server) WhoAmI(ctx context.Context, _ WhoAmIRequestObject) (WhoAmIResponseObject, error) {
+	p := principalFrom(ctx)
+	perms := []PrincipalPermissions{}
+	for _, pm := range p.Perms {
+		perms = append(perms, PrincipalPermissions(pm))
+	}
+	return WhoAmI200JSONResponse{Name: p.Name, Via: PrincipalVia(p.Via), Role: PrincipalRole(p.Role.String()), Permissions: perms}, nil
+}
+
+func (s *server) ListInterfaces(ctx context.Context, _ ListInterfacesRequestObject) (ListInterfacesResponseObject, error) {
+	ifs, err := s.eng.Interfaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ListInterfaces200JSONResponse{Interfaces: ifs}, nil
+}
+
+func (s *server) ListMessages(ctx context.Context, req ListMessagesRequestObject) (ListMessagesResponseObject, error) {
+	limit := pageSize(req.Params.Limit)
+	before := ""
+	if req.Params.Before != nil {
+		before = *req.Params.Before
+	}
+	// One more than the page, to know whether another page follows.
+	msgs, err := s.eng.Messages(ctx, req.Name, before, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	page := MessagePage{Messages: msgs}
+	if len(msgs) > limit {
+		page.Messages = msgs[:limit]
+		next := msgs[limit-1].Id
+		page.Next = &next
+	}
+	return ListMessages200JSONResponse(page), nil
+}
+
+func (s *server) GetMessage(ctx context.Context, req GetMessageRequestObject) (GetMessageResponseObject, error) {
+	m, err := s.eng.Message(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return GetMessage200JSONResponse(m), nil
+}
+
+// GetMessagePayload writes the read's audit row before it reads: a payload
+// is never answered that the log does not show was asked for, and if the
+// row cannot be written the read is refused.
+func (s *server) GetMessagePayload(ctx context.Context, req GetMessagePayloadRequestObject) (GetMessagePayloadResponseObject, error) {
+	p := principalFrom(ctx)
+	if err := s.acc.Audit(ctx, nil, p, "getMessagePayload", req.Id, "ok", nil); err != nil {
+		return nil, fmt.Errorf("%w (the payload read was refused: it could not be audited)", err)
+	}
+	m, err := s.eng.MessagePayload(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return GetMessagePayload200JSONResponse(m), nil
+}
+
+// metricsText answers the registry in Prometheus' text format.
+type metricsText []byte
+
+func (b metricsText) VisitGetMetricsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
+}
+
+func (s *server) GetMetrics(context.Context, GetMetricsRequestObject) (GetMetricsResponseObject, error) {
+	mfs, err := s.eng.Gatherer().Gather()
+	if err != nil {
+		return nil, fmt.Errorf("api: gather metrics: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return nil, fmt.Errorf("api: encode metrics: %w", err)
+		}
+	}
+	return metricsText(buf.Bytes()), nil
+}

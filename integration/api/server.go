@@ -1,0 +1,133 @@
+package api
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ductus/ductus/integration/access"
+)
+
+// Engine is what the API reads of a running engine. Its methods return
+// actor.ErrNotFound (wrapped) for an unknown interface or message.
+type Engine interface {
+	// Info is the engine's version, start and backend, and the runtime
+	// processes on its database.
+	Info(ctx context.Context) (EngineInfo, error)
+	// Interfaces is every interface with its state and each
+	// destination's counts, in the project's order.
+	Interfaces(ctx context.Context) ([]Interface, error)
+	// Messages pages an interface's messages, newest first, before the
+	// message ID before ("" from the newest).
+	Messages(ctx context.Context, iface, before string, limit int) ([]MessageSummary, error)
+	// Message is a message's keys and deliveries.
+	Message(ctx context.Context, id string) (Message, error)
+	// MessagePayload is a message's payload, parsed view and outputs.
+	MessagePayload(ctx context.Context, id string) (MessagePayload, error)
+	// Gatherer is the engine's Prometheus registry.
+	Gatherer() prometheus.Gatherer
+}
+
+// Config is what New needs.
+type Config struct {
+	Engine Engine
+	Access *access.Store
+	Logger *slog.Logger
+	// MaxBody bounds a request body (default 1 MiB).
+	MaxBody int64
+}
+
+// server implements StrictServerInterface over the engine.
+type server struct {
+	eng Engine
+	acc *access.Store
+	log *slog.Logger
+}
+
+var _ StrictServerInterface = (*server)(nil)
+
+// New returns the API's handler: /api/v1/... and /metrics.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	doc, err := Document()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{eng: cfg.Engine, acc: cfg.Access, log: cfg.Logger}
+	g, err := newGuard(doc, cfg.Access, cfg.MaxBody)
+	if err != nil {
+		return nil, err
+	}
+	strict := NewStrictHandlerWithOptions(s, nil, StrictHTTPServerOptions{
+		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusBadRequest, err.Error(), "")
+		},
+		ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) { s.fail(w, r, err) },
+	})
+	// The generated routes bind parameters before any middleware of
+	// theirs runs, so the guard sits in front of them instead: an outer
+	// mux with the document's own patterns authenticates, authorises and
+	// validates, and only then does the inner (generated) mux bind.
+	inner := HandlerWithOptions(strict, StdHTTPServerOptions{
+		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusBadRequest, err.Error(), "")
+		},
+	})
+	outer := http.NewServeMux()
+	for pattern := range g.ops {
+		outer.Handle(pattern, g.middleware(inner))
+	}
+	// Anything the document does not name is a JSON 404, not the mux's
+	// text one.
+	outer.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no operation %s %s", r.Method, r.URL.Path), "")
+	})
+	return outer, nil
+}
+
+var (
+	docOnce sync.Once
+	docVal  *openapi3.T
+	docJSON []byte
+	docErr  error
+)
+
+// specYAML is the one definition, as committed.
+//
+//go:embed openapi.yaml
+var specYAML []byte
+
+// Document is the API's OpenAPI document (openapi.yaml, embedded).
+func Document() (*openapi3.T, error) {
+	docOnce.Do(func() {
+		docVal, docErr = openapi3.NewLoader().LoadFromData(specYAML)
+		if docErr == nil {
+			docJSON, docErr = json.MarshalIndent(docVal, "", "  ")
+		}
+		if docErr != nil {
+			docErr = fmt.Errorf("api: the OpenAPI document: %w", docErr)
+		}
+	})
+	return docVal, docErr
+}
+
+// DocumentJSON is the document as served at /api/v1/openapi.json and
+// printed by `ductus api-spec`.
+func DocumentJSON() ([]byte, error) {
+	if _, err := Document(); err != nil {
+		return nil, err
+	}
+	return docJSON, nil
+}

@@ -1,0 +1,41 @@
+-- Upgrade: creates the operator API's tables: API tokens (their hashes only) and the audit log
+-- Heavy: none (new tables only)
+
+-- API tokens. Only the SHA-256 of a token's secret is stored (hex), so a
+-- copy of the database lets no one call the API; the hash is unique
+-- because it is how a request finds its token. A revoked token keeps its
+-- row (revoked_at set) so lists and the audit log can still name it.
+-- Times are microseconds since the epoch, as in ductus_ix_messages.
+CREATE TABLE IF NOT EXISTS ductus_ix_tokens (
+    id         VARCHAR(40)  PRIMARY KEY,
+    name       VARCHAR(64)  NOT NULL,
+    hash       VARCHAR(64)  NOT NULL,
+    role       VARCHAR(16)  NOT NULL,
+    perms      VARCHAR(255) NOT NULL,
+    owner      VARCHAR(255),
+    created_at BIGINT       NOT NULL,
+    created_by VARCHAR(255) NOT NULL,
+    revoked_at BIGINT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS ductus_ix_tokens_hash ON ductus_ix_tokens (hash);
+
+-- The audit log: who did what to which target, how, from where, with what
+-- outcome. The ID is a UUIDv7, so ID order is time order and a page of the
+-- log is a keyset page on it; the two indexes serve the log's filters
+-- (by action, by actor) in that same order. The ID is collated "C" (byte
+-- order): the database's default collation may order punctuation apart
+-- from letters and digits, and pages must follow the IDs' byte order on
+-- every backend.
+CREATE TABLE IF NOT EXISTS ductus_ix_audit (
+    id      VARCHAR(40)  COLLATE "C" PRIMARY KEY,
+    at      BIGINT       NOT NULL,
+    actor   VARCHAR(255) NOT NULL,
+    via     VARCHAR(16)  NOT NULL,
+    address VARCHAR(255) NOT NULL,
+    action  VARCHAR(128) NOT NULL,
+    target  VARCHAR(255) NOT NULL,
+    outcome VARCHAR(16)  NOT NULL,
+    detail  TEXT
+);
+CREATE INDEX IF NOT EXISTS ductus_ix_audit_action ON ductus_ix_audit (action, id);
+CREATE INDEX IF NOT EXISTS ductus_ix_audit_actor ON ductus_ix_audit (actor, id);
