@@ -216,3 +216,34 @@ func (s engineStore) SourceStateGet(ctx context.Context, p *ixstore.SourceStateG
 	}
 	return []byte(v), true, nil
 }
+
+// DeliveryRelink implements ixstore.Store. To differs from From, so the
+// driver's affected rows (changed, not matched) are the rows moved.
+func (s engineStore) DeliveryRelink(ctx context.Context, outer store.Tx, p *ixstore.DeliveryRelinkParams) (bool, error) {
+	var n int64
+	err := s.engineTx(ctx, outer, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlrow.IXDeliveryRelink, p.To, p.MessageID, p.Destination, p.From)
+		if err != nil {
+			return classify("relink a delivery", err)
+		}
+		n, err = res.RowsAffected()
+		return classify("relink a delivery", err)
+	})
+	return n > 0, err
+}
+
+// DeliveryDismiss implements ixstore.Store. It only ever sets a NULL
+// dismissed_at, so the driver's affected rows (changed, not matched) are
+// the rows dismissed.
+func (s engineStore) DeliveryDismiss(ctx context.Context, outer store.Tx, p *ixstore.DeliveryDismissParams) (bool, error) {
+	var n int64
+	err := s.engineTx(ctx, outer, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, sqlrow.IXDeliveryDismiss, sqlrow.IXDeliveryDismissArgs(p)...)
+		if err != nil {
+			return classify("dismiss a delivery", err)
+		}
+		n, err = res.RowsAffected()
+		return classify("dismiss a delivery", err)
+	})
+	return n > 0, err
+}

@@ -244,3 +244,25 @@ func (s engineStore) SourceStateGet(ctx context.Context, p *ixstore.SourceStateG
 	}
 	return []byte(v), true, classify("read source state", rows.Close())
 }
+
+// DeliveryRelink implements ixstore.Store.
+func (s engineStore) DeliveryRelink(ctx context.Context, outer store.Tx, p *ixstore.DeliveryRelinkParams) (bool, error) {
+	var n int64
+	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXDeliveryRelink), p.To, p.MessageID, p.Destination, p.From)
+		n = tag.RowsAffected()
+		return classify("relink a delivery", err)
+	})
+	return n > 0, err
+}
+
+// DeliveryDismiss implements ixstore.Store.
+func (s engineStore) DeliveryDismiss(ctx context.Context, outer store.Tx, p *ixstore.DeliveryDismissParams) (bool, error) {
+	var n int64
+	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXDeliveryDismiss), sqlrow.IXDeliveryDismissArgs(p)...)
+		n = tag.RowsAffected()
+		return classify("dismiss a delivery", err)
+	})
+	return n > 0, err
+}

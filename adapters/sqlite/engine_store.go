@@ -215,3 +215,25 @@ func (s engineStore) SourceStateGet(ctx context.Context, p *ixstore.SourceStateG
 	}
 	return []byte(v), true, nil
 }
+
+// DeliveryRelink implements ixstore.Store.
+func (s engineStore) DeliveryRelink(ctx context.Context, outer store.Tx, p *ixstore.DeliveryRelinkParams) (bool, error) {
+	var n int64
+	err := s.b.write(ctx, outer, func(tx *wtx) error {
+		var err error
+		n, err = s.b.exec(ctx, tx, "relink a delivery", sqlrow.IXDeliveryRelink, p.To, p.MessageID, p.Destination, p.From)
+		return err
+	})
+	return n > 0, err
+}
+
+// DeliveryDismiss implements ixstore.Store.
+func (s engineStore) DeliveryDismiss(ctx context.Context, outer store.Tx, p *ixstore.DeliveryDismissParams) (bool, error) {
+	var n int64
+	err := s.b.write(ctx, outer, func(tx *wtx) error {
+		var err error
+		n, err = s.b.exec(ctx, tx, "dismiss a delivery", sqlrow.IXDeliveryDismiss, sqlrow.IXDeliveryDismissArgs(p)...)
+		return err
+	})
+	return n > 0, err
+}

@@ -27,6 +27,8 @@ var Table = map[string]Rule{
 	"listMessages":      {Role: Viewer},
 	"getMessage":        {Role: Viewer},
 	"getMessagePayload": {Role: Viewer, Perm: Payloads, Audited: true},
+	"resendMessage":     {Role: Operator, Audited: true},
+	"dismissMessage":    {Role: Operator, Audited: true},
 	"getMetrics":        {Role: Viewer},
 	"listAudit":         {Role: Viewer, Perm: Audit},
 	"listTokens":        {Role: Admin},

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -40,6 +41,7 @@ func (e AuditEntryOutcome) Valid() bool {
 
 // Defines values for DeliveryStatus.
 const (
+	DeliveryStatusDismissed   DeliveryStatus = "dismissed"
 	DeliveryStatusFiltered    DeliveryStatus = "filtered"
 	DeliveryStatusPending     DeliveryStatus = "pending"
 	DeliveryStatusQuarantined DeliveryStatus = "quarantined"
@@ -49,6 +51,8 @@ const (
 // Valid indicates whether the value is a known member of the DeliveryStatus enum.
 func (e DeliveryStatus) Valid() bool {
 	switch e {
+	case DeliveryStatusDismissed:
+		return true
 	case DeliveryStatusFiltered:
 		return true
 	case DeliveryStatusPending:
@@ -97,6 +101,7 @@ func (e InterfaceState) Valid() bool {
 
 // Defines values for MessageSettled.
 const (
+	MessageSettledDismissed   MessageSettled = "dismissed"
 	MessageSettledFiltered    MessageSettled = "filtered"
 	MessageSettledPending     MessageSettled = "pending"
 	MessageSettledQuarantined MessageSettled = "quarantined"
@@ -106,6 +111,8 @@ const (
 // Valid indicates whether the value is a known member of the MessageSettled enum.
 func (e MessageSettled) Valid() bool {
 	switch e {
+	case MessageSettledDismissed:
+		return true
 	case MessageSettledFiltered:
 		return true
 	case MessageSettledPending:
@@ -236,6 +243,48 @@ func (e PrincipalVia) Valid() bool {
 	}
 }
 
+// Defines values for ResentDeliveryPlacement.
+const (
+	InPlace  ResentDeliveryPlacement = "in_place"
+	LaneTail ResentDeliveryPlacement = "lane_tail"
+)
+
+// Valid indicates whether the value is a known member of the ResentDeliveryPlacement enum.
+func (e ResentDeliveryPlacement) Valid() bool {
+	switch e {
+	case InPlace:
+		return true
+	case LaneTail:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResentDeliveryWas.
+const (
+	ResentDeliveryWasDismissed   ResentDeliveryWas = "dismissed"
+	ResentDeliveryWasFiltered    ResentDeliveryWas = "filtered"
+	ResentDeliveryWasQuarantined ResentDeliveryWas = "quarantined"
+	ResentDeliveryWasSent        ResentDeliveryWas = "sent"
+)
+
+// Valid indicates whether the value is a known member of the ResentDeliveryWas enum.
+func (e ResentDeliveryWas) Valid() bool {
+	switch e {
+	case ResentDeliveryWasDismissed:
+		return true
+	case ResentDeliveryWasFiltered:
+		return true
+	case ResentDeliveryWasQuarantined:
+		return true
+	case ResentDeliveryWasSent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TokenPermissions.
 const (
 	TokenPermissionsAudit    TokenPermissions = "audit"
@@ -306,10 +355,14 @@ type CreatedToken struct {
 
 // Delivery defines model for Delivery.
 type Delivery struct {
-	Attempts    int    `json:"attempts"`
-	Destination string `json:"destination"`
+	Attempts    int        `json:"attempts"`
+	Destination string     `json:"destination"`
+	DismissedAt *time.Time `json:"dismissed_at,omitempty"`
 
-	// Reason The last error, or why it was filtered or quarantined.
+	// DismissedBy Who dismissed it.
+	DismissedBy *string `json:"dismissed_by,omitempty"`
+
+	// Reason The last error, why it was filtered or quarantined, or the operator's reason for dismissing it.
 	Reason *string        `json:"reason,omitempty"`
 	Status DeliveryStatus `json:"status"`
 }
@@ -329,6 +382,21 @@ type Destination struct {
 
 	// Type mllp, http, file or route
 	Type string `json:"type"`
+}
+
+// DismissRequest defines model for DismissRequest.
+type DismissRequest struct {
+	// Destinations Dismiss only these (each must be quarantined); without it, every quarantined delivery.
+	Destinations *[]string `json:"destinations,omitempty"`
+
+	// Reason Why (kept with the delivery and in the audit log).
+	Reason string `json:"reason"`
+}
+
+// Dismissed defines model for Dismissed.
+type Dismissed struct {
+	Destinations []string `json:"destinations"`
+	Message      string   `json:"message"`
 }
 
 // EngineInfo defines model for EngineInfo.
@@ -395,11 +463,11 @@ type Message struct {
 	Deliveries []Delivery     `json:"deliveries"`
 	Message    MessageSummary `json:"message"`
 
-	// Settled The message's overall status from its deliveries.
+	// Settled The message's overall status from its deliveries: pending while any is; then quarantined, sent, dismissed, filtered, the first that any delivery is.
 	Settled MessageSettled `json:"settled"`
 }
 
-// MessageSettled The message's overall status from its deliveries.
+// MessageSettled The message's overall status from its deliveries: pending while any is; then quarantined, sent, dismissed, filtered, the first that any delivery is.
 type MessageSettled string
 
 // MessagePage defines model for MessagePage.
@@ -493,6 +561,35 @@ type Process struct {
 	Version     string    `json:"version"`
 }
 
+// ResendRequest defines model for ResendRequest.
+type ResendRequest struct {
+	// Destinations Resend to these destinations whatever their deliveries ended as (a sent or filtered one is replayed: its transform runs again). Without it, every quarantined delivery is resent.
+	Destinations *[]string `json:"destinations,omitempty"`
+}
+
+// Resent defines model for Resent.
+type Resent struct {
+	Deliveries []ResentDelivery `json:"deliveries"`
+	Message    string           `json:"message"`
+}
+
+// ResentDelivery defines model for ResentDelivery.
+type ResentDelivery struct {
+	Destination string `json:"destination"`
+
+	// Placement in_place: a send quarantined by its destination goes again in its place, ahead of the lane's later sends still pending. lane_tail: the transform runs again on the stored payload after what is queued in the lane now.
+	Placement ResentDeliveryPlacement `json:"placement"`
+
+	// Was What the delivery had ended as.
+	Was ResentDeliveryWas `json:"was"`
+}
+
+// ResentDeliveryPlacement in_place: a send quarantined by its destination goes again in its place, ahead of the lane's later sends still pending. lane_tail: the transform runs again on the stored payload after what is queued in the lane now.
+type ResentDeliveryPlacement string
+
+// ResentDeliveryWas What the delivery had ended as.
+type ResentDeliveryWas string
+
 // Segment defines model for Segment.
 type Segment struct {
 	Fields []Field `json:"fields"`
@@ -549,6 +646,12 @@ type ListMessagesParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// DismissMessageJSONRequestBody defines body for DismissMessage for application/json ContentType.
+type DismissMessageJSONRequestBody = DismissRequest
+
+// ResendMessageJSONRequestBody defines body for ResendMessage for application/json ContentType.
+type ResendMessageJSONRequestBody = ResendRequest
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = NewToken
 
@@ -575,9 +678,15 @@ type ServerInterface interface {
 	// GetMessage A message's keys and every delivery's status, attempts and last error (no payload).
 	// (GET /api/v1/messages/{id})
 	GetMessage(w http.ResponseWriter, r *http.Request, id string)
+	// DismissMessage Dismiss a message's quarantined deliveries with a reason (operator).
+	// (POST /api/v1/messages/{id}/dismiss)
+	DismissMessage(w http.ResponseWriter, r *http.Request, id string)
 	// GetMessagePayload A message's payload, its parsed view and the saved outputs (the payloads permission; every read is audited before it is answered).
 	// (GET /api/v1/messages/{id}/payload)
 	GetMessagePayload(w http.ResponseWriter, r *http.Request, id string)
+	// ResendMessage Resend a message's quarantined deliveries, or replay named destinations (operator).
+	// (POST /api/v1/messages/{id}/resend)
+	ResendMessage(w http.ResponseWriter, r *http.Request, id string)
 	// GetOpenAPI This document.
 	// (GET /api/v1/openapi.json)
 	GetOpenAPI(w http.ResponseWriter, r *http.Request)
@@ -813,6 +922,32 @@ func (siw *ServerInterfaceWrapper) GetMessage(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// DismissMessage operation middleware
+func (siw *ServerInterfaceWrapper) DismissMessage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DismissMessage(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetMessagePayload operation middleware
 func (siw *ServerInterfaceWrapper) GetMessagePayload(w http.ResponseWriter, r *http.Request) {
 
@@ -830,6 +965,32 @@ func (siw *ServerInterfaceWrapper) GetMessagePayload(w http.ResponseWriter, r *h
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetMessagePayload(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ResendMessage operation middleware
+func (siw *ServerInterfaceWrapper) ResendMessage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResendMessage(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1048,6 +1209,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces", wrapper.ListInterfaces)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces/{name}/messages", wrapper.ListMessages)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/messages/{id}", wrapper.GetMessage)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/resend", wrapper.ResendMessage)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/dismiss", wrapper.DismissMessage)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/messages/{id}/payload", wrapper.GetMessagePayload)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/tokens", wrapper.ListTokens)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/tokens", wrapper.CreateToken)
@@ -1313,6 +1476,46 @@ func (response GetMessagedefaultJSONResponse) VisitGetMessageResponse(w http.Res
 	return err
 }
 
+type DismissMessageRequestObject struct {
+	Id   string `json:"id"`
+	Body *DismissMessageJSONRequestBody
+}
+
+type DismissMessageResponseObject interface {
+	VisitDismissMessageResponse(w http.ResponseWriter) error
+}
+
+type DismissMessage200JSONResponse Dismissed
+
+func (response DismissMessage200JSONResponse) VisitDismissMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DismissMessagedefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response DismissMessagedefaultJSONResponse) VisitDismissMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMessagePayloadRequestObject struct {
 	Id string `json:"id"`
 }
@@ -1341,6 +1544,46 @@ type GetMessagePayloaddefaultJSONResponse struct {
 }
 
 func (response GetMessagePayloaddefaultJSONResponse) VisitGetMessagePayloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendMessageRequestObject struct {
+	Id   string `json:"id"`
+	Body *ResendMessageJSONRequestBody
+}
+
+type ResendMessageResponseObject interface {
+	VisitResendMessageResponse(w http.ResponseWriter) error
+}
+
+type ResendMessage200JSONResponse Resent
+
+func (response ResendMessage200JSONResponse) VisitResendMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendMessagedefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ResendMessagedefaultJSONResponse) VisitResendMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1541,9 +1784,15 @@ type StrictServerInterface interface {
 	// GetMessage A message's keys and every delivery's status, attempts and last error (no payload).
 	// (GET /api/v1/messages/{id})
 	GetMessage(ctx context.Context, request GetMessageRequestObject) (GetMessageResponseObject, error)
+	// DismissMessage Dismiss a message's quarantined deliveries with a reason (operator).
+	// (POST /api/v1/messages/{id}/dismiss)
+	DismissMessage(ctx context.Context, request DismissMessageRequestObject) (DismissMessageResponseObject, error)
 	// GetMessagePayload A message's payload, its parsed view and the saved outputs (the payloads permission; every read is audited before it is answered).
 	// (GET /api/v1/messages/{id}/payload)
 	GetMessagePayload(ctx context.Context, request GetMessagePayloadRequestObject) (GetMessagePayloadResponseObject, error)
+	// ResendMessage Resend a message's quarantined deliveries, or replay named destinations (operator).
+	// (POST /api/v1/messages/{id}/resend)
+	ResendMessage(ctx context.Context, request ResendMessageRequestObject) (ResendMessageResponseObject, error)
 	// GetOpenAPI This document.
 	// (GET /api/v1/openapi.json)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
@@ -1775,6 +2024,39 @@ func (sh *strictHandler) GetMessage(w http.ResponseWriter, r *http.Request, id s
 	}
 }
 
+// DismissMessage operation middleware
+func (sh *strictHandler) DismissMessage(w http.ResponseWriter, r *http.Request, id string) {
+	var request DismissMessageRequestObject
+
+	request.Id = id
+
+	var body DismissMessageJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DismissMessage(ctx, request.(DismissMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DismissMessage")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DismissMessageResponseObject); ok {
+		if err := validResponse.VisitDismissMessageResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetMessagePayload operation middleware
 func (sh *strictHandler) GetMessagePayload(w http.ResponseWriter, r *http.Request, id string) {
 	var request GetMessagePayloadRequestObject
@@ -1794,6 +2076,42 @@ func (sh *strictHandler) GetMessagePayload(w http.ResponseWriter, r *http.Reques
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetMessagePayloadResponseObject); ok {
 		if err := validResponse.VisitGetMessagePayloadResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ResendMessage operation middleware
+func (sh *strictHandler) ResendMessage(w http.ResponseWriter, r *http.Request, id string) {
+	var request ResendMessageRequestObject
+
+	request.Id = id
+
+	var body ResendMessageJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ResendMessage(ctx, request.(ResendMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResendMessage")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ResendMessageResponseObject); ok {
+		if err := validResponse.VisitResendMessageResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

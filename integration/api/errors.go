@@ -9,6 +9,10 @@ import (
 	"github.com/ductus/ductus/integration/access"
 )
 
+// ErrConflict is an action the resource's state does not allow now (409):
+// nothing to resend, a delivery still pending.
+var ErrConflict = errors.New("conflict")
+
 // writeError answers a JSON Error.
 func writeError(w http.ResponseWriter, status int, msg, field string) {
 	body := Error{Error: msg}
@@ -33,6 +37,8 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, actor.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
 	case errors.Is(err, actor.ErrInvalidArguments):
 		return http.StatusBadRequest
 	default:

@@ -31,6 +31,14 @@ type Engine interface {
 	Message(ctx context.Context, id string) (Message, error)
 	// MessagePayload is a message's payload, parsed view and outputs.
 	MessagePayload(ctx context.Context, id string) (MessagePayload, error)
+	// Resend resends a message's quarantined deliveries, or (dests not
+	// empty) its deliveries to those destinations whatever they ended as.
+	// Nothing to resend, or a named delivery still pending, is ErrConflict.
+	Resend(ctx context.Context, id string, dests []string) ([]ResentDelivery, error)
+	// Dismiss dismisses a message's quarantined deliveries (dests empty:
+	// every one) for reason; a named delivery that is not quarantined, or
+	// none at all, is ErrConflict.
+	Dismiss(ctx context.Context, id string, dests []string, by, reason string) ([]string, error)
 	// Gatherer is the engine's Prometheus registry.
 	Gatherer() prometheus.Gatherer
 }

@@ -145,8 +145,14 @@ func TestAPIAccessByRole(t *testing.T) {
 			"getMessage":        func() (string, string, string) { return "GET", "/api/v1/messages/" + msgID, "" },
 			"getMessagePayload": func() (string, string, string) { return "GET", "/api/v1/messages/" + msgID + "/payload", "" },
 			"getMetrics":        func() (string, string, string) { return "GET", "/metrics", "" },
-			"listAudit":         func() (string, string, string) { return "GET", "/api/v1/audit", "" },
-			"listTokens":        func() (string, string, string) { return "GET", "/api/v1/tokens", "" },
+			// An action may find nothing quarantined (409): that answer,
+			// too, comes only after the access check passed.
+			"resendMessage": func() (string, string, string) { return "POST", "/api/v1/messages/" + msgID + "/resend", "" },
+			"dismissMessage": func() (string, string, string) {
+				return "POST", "/api/v1/messages/" + msgID + "/dismiss", `{"reason":"access test"}`
+			},
+			"listAudit":  func() (string, string, string) { return "GET", "/api/v1/audit", "" },
+			"listTokens": func() (string, string, string) { return "GET", "/api/v1/tokens", "" },
 			"createToken": func() (string, string, string) {
 				return "POST", "/api/v1/tokens", `{"name":"made","role":"viewer","permissions":["payloads"]}`
 			},
@@ -183,7 +189,7 @@ func TestAPIAccessByRole(t *testing.T) {
 					if json.Unmarshal(b, &e) != nil || e.Error == "" {
 						t.Errorf("%s as %s: %d without a JSON error: %s", op, c.name, st, b)
 					}
-				} else if st >= 300 {
+				} else if st >= 300 && !((op == "resendMessage" || op == "dismissMessage") && st == http.StatusConflict) {
 					got = fmt.Sprintf("%d %s", st, b)
 				}
 				if got != want {

@@ -9,6 +9,8 @@ type metrics struct {
 	filtered     *prometheus.CounterVec
 	quarantined  *prometheus.CounterVec
 	sent         *prometheus.CounterVec
+	resent       *prometheus.CounterVec
+	dismissed    *prometheus.CounterVec
 	sendRetries  *prometheus.CounterVec
 	sendWaits    *prometheus.CounterVec
 	groupSize    prometheus.Histogram // intakes per group transaction
@@ -37,6 +39,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		intakeErrors: vec("ductus_intake_errors_total", "Intake transactions that failed (the source answered a retryable error).", "interface"),
 		filtered:     vec("ductus_deliveries_filtered_total", "Deliveries a transform filtered.", "interface", "destination"),
 		quarantined:  vec("ductus_deliveries_quarantined_total", "Deliveries quarantined (transform, refusal, runaway).", "interface", "destination"),
+		resent:       vec("ductus_deliveries_resent_total", "Deliveries an operator resent or replayed.", "interface", "destination"),
+		dismissed:    vec("ductus_deliveries_dismissed_total", "Quarantined deliveries an operator dismissed.", "interface", "destination"),
 		sent:         vec("ductus_deliveries_sent_total", "Deliveries the destination confirmed.", "interface", "destination"),
 		sendRetries:  vec("ductus_delivery_retries_total", "Delivery attempts that failed transiently.", "interface", "destination"),
 		sendWaits:    vec("ductus_delivery_waits_total", "Delivery attempts that sent nothing because the destination was not free in time (rate limit, busy connections); tried again.", "interface", "destination"),

@@ -165,6 +165,10 @@ func (e *Engine) Message(ctx context.Context, id string) (api.Message, error) {
 		if d.Reason != "" {
 			out.Deliveries[i].Reason = &d.Reason
 		}
+		if !d.DismissedAt.IsZero() {
+			at := d.DismissedAt.UTC()
+			out.Deliveries[i].DismissedAt, out.Deliveries[i].DismissedBy = &at, &d.DismissedBy
+		}
 	}
 	return out, nil
 }

@@ -70,6 +70,14 @@ type Store interface {
 
 	// DeliveryList lists a message's deliveries, by destination.
 	DeliveryList(ctx context.Context, p *DeliveryListParams) ([]Delivery, error)
+	// DeliveryRelink points a delivery at a new lane message (a resend)
+	// and clears its dismissal,
+	// in tx, only if it still points at From; false when it does not (a
+	// concurrent resend moved it, or there is no such delivery).
+	DeliveryRelink(ctx context.Context, tx store.Tx, p *DeliveryRelinkParams) (bool, error)
+	// DeliveryDismiss records an operator's dismissal, in tx, only if the
+	// delivery is still on LaneMessageID and not dismissed; false when not.
+	DeliveryDismiss(ctx context.Context, tx store.Tx, p *DeliveryDismissParams) (bool, error)
 
 	// DedupeClaim claims dedupe keys in tx, atomically with respect to
 	// other transactions claiming the same keys: Keys maps each key to the

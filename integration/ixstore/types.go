@@ -46,6 +46,29 @@ type Delivery struct {
 	MessageID     string
 	Destination   string
 	LaneMessageID int64
+	// An operator's dismissal of the delivery (zero when none): it is
+	// final, whatever its lane message or send says.
+	DismissedAt   time.Time
+	DismissedBy   string
+	DismissReason string
+}
+
+// DeliveryDismissParams record a dismissal of the delivery on
+// LaneMessageID.
+type DeliveryDismissParams struct {
+	MessageID     string
+	Destination   string
+	LaneMessageID int64
+	At            time.Time
+	By            string
+	Reason        string
+}
+
+// DeliveryRelinkParams move one delivery from lane message From to To.
+type DeliveryRelinkParams struct {
+	MessageID   string
+	Destination string
+	From, To    int64
 }
 
 // MessageInsertParams are the rows one intake writes.

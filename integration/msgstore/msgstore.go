@@ -166,3 +166,23 @@ func (s *Store) PruneDedupe(ctx context.Context, iface string, before time.Time,
 	}
 	return n, nil
 }
+
+// Relink moves a message's delivery to destination from lane message from
+// to lane message to, in tx; false when it no longer points at from.
+func (s *Store) Relink(ctx context.Context, tx store.Tx, messageID, destination string, from, to int64) (bool, error) {
+	ok, err := s.ix.DeliveryRelink(ctx, tx, &ixstore.DeliveryRelinkParams{MessageID: messageID, Destination: destination, From: from, To: to})
+	if err != nil {
+		return false, fmt.Errorf("msgstore: relink the delivery of %s to %s: %w", messageID, destination, err)
+	}
+	return ok, nil
+}
+
+// Dismiss records an operator's dismissal of a message's delivery on lane
+// message lane, in tx; false when the delivery moved or was dismissed.
+func (s *Store) Dismiss(ctx context.Context, tx store.Tx, messageID, destination string, lane int64, by, reason string, at time.Time) (bool, error) {
+	ok, err := s.ix.DeliveryDismiss(ctx, tx, &ixstore.DeliveryDismissParams{MessageID: messageID, Destination: destination, LaneMessageID: lane, At: at, By: by, Reason: reason})
+	if err != nil {
+		return false, fmt.Errorf("msgstore: dismiss the delivery of %s to %s: %w", messageID, destination, err)
+	}
+	return ok, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/runtime/store"
@@ -15,6 +16,9 @@ const (
 	DeliverySent        = "sent"
 	DeliveryFiltered    = "filtered"
 	DeliveryQuarantined = "quarantined"
+	// DeliveryDismissed: an operator dismissed it while it was
+	// quarantined; final.
+	DeliveryDismissed = "dismissed"
 )
 
 // LaneResult is what a lane actor's turn records as its message's result:
@@ -25,6 +29,18 @@ type LaneResult struct {
 	Output []byte `json:"output,omitempty"` // with save_output
 }
 
+// Where a quarantined delivery stopped, which decides how it is resent.
+const (
+	// StoppedAtLane: the lane's turn quarantined it (the transform's
+	// quarantine(), a runaway, an output that cannot be encoded) or the
+	// lane message was dead-lettered after its retries; nothing was staged
+	// to send.
+	StoppedAtLane = "lane"
+	// StoppedAtSend: its send effect was dead-lettered (a refusal, an AR,
+	// a 4xx, max_attempts).
+	StoppedAtSend = "send"
+)
+
 // DeliveryStatus is one destination's state of a message.
 type DeliveryStatus struct {
 	Destination string
@@ -32,6 +48,19 @@ type DeliveryStatus struct {
 	Reason      string
 	Attempts    int
 	Output      []byte
+
+	// LaneMessageID is the lane message the delivery is on now.
+	LaneMessageID int64
+	// LaneDead: that lane message was dead-lettered.
+	LaneDead bool
+	// EffectID is its send effect (0 before the lane staged one).
+	EffectID int64
+	// StoppedAt is, for a quarantined delivery, where it stopped.
+	StoppedAt string
+	// DismissedAt and DismissedBy say when and by whom it was dismissed
+	// (Reason is then the operator's).
+	DismissedAt time.Time
+	DismissedBy string
 }
 
 // Deliveries derives each destination's status of a message from the
@@ -67,12 +96,19 @@ func (s *Store) Deliveries(ctx context.Context, messageID string) ([]DeliverySta
 }
 
 func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliveryStatus {
-	out := DeliveryStatus{Destination: d.Destination, Status: DeliveryPending}
+	out := DeliveryStatus{Destination: d.Destination, Status: DeliveryPending, LaneMessageID: d.LaneMessageID, EffectID: fx.ID}
+	if !d.DismissedAt.IsZero() {
+		// Its dead send or dead lane message was discarded, or is about
+		// to be: the dismissal is what stands.
+		out.Status, out.Reason, out.DismissedAt, out.DismissedBy = DeliveryDismissed, d.DismissReason, d.DismissedAt, d.DismissedBy
+		out.Attempts = fx.Attempts
+		return out
+	}
 	switch st.State {
 	case store.MessagePending:
 		return out
 	case store.MessageDead:
-		out.Status, out.Reason = DeliveryQuarantined, st.Error
+		out.Status, out.Reason, out.StoppedAt, out.LaneDead = DeliveryQuarantined, st.Error, StoppedAtLane, true
 		return out
 	case store.MessageMissing:
 		out.Status, out.Reason = DeliveryPending, "the lane message is gone (pruned)"
@@ -85,15 +121,17 @@ func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliverySta
 	}
 	out.Output = r.Output
 	switch r.Status {
-	case DeliveryFiltered, DeliveryQuarantined:
+	case DeliveryFiltered:
 		out.Status, out.Reason = r.Status, r.Reason
+	case DeliveryQuarantined:
+		out.Status, out.Reason, out.StoppedAt = r.Status, r.Reason, StoppedAtLane
 	case "queued":
 		out.Attempts = fx.Attempts
 		switch fx.State {
 		case store.EffectDone:
 			out.Status = DeliverySent
 		case store.EffectDead:
-			out.Status, out.Reason = DeliveryQuarantined, fx.Error
+			out.Status, out.Reason, out.StoppedAt = DeliveryQuarantined, fx.Error, StoppedAtSend
 		default:
 			out.Reason = fx.Error // the last failed attempt, if any
 		}
@@ -103,7 +141,7 @@ func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliverySta
 
 // Settled is a message's overall status from its deliveries: pending while
 // any is pending; then quarantined if any is, else sent if any is, else
-// filtered.
+// dismissed if any is, else filtered.
 func Settled(ds []DeliveryStatus) string {
 	any := func(s string) bool {
 		for _, d := range ds {
@@ -120,6 +158,8 @@ func Settled(ds []DeliveryStatus) string {
 		return DeliveryQuarantined
 	case any(DeliverySent):
 		return DeliverySent
+	case any(DeliveryDismissed):
+		return DeliveryDismissed
 	default:
 		return DeliveryFiltered
 	}

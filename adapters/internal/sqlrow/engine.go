@@ -187,16 +187,35 @@ func ScanPairs[V string | []byte](rows Rows, into map[string]V) error {
 }
 
 // IXDeliveries reads a message's deliveries.
-const IXDeliveries = `SELECT destination, lane_message_id FROM ductus_ix_deliveries WHERE message_id = ? ORDER BY destination`
+const IXDeliveries = `SELECT destination, lane_message_id, dismissed_at, dismissed_by, dismiss_reason FROM ductus_ix_deliveries WHERE message_id = ? ORDER BY destination`
+
+// IXDeliveryRelink moves a delivery to a new lane message, only from the
+// one it was read with, and clears a dismissal (args: to, message,
+// destination, from).
+const IXDeliveryRelink = `UPDATE ductus_ix_deliveries SET lane_message_id = ?, dismissed_at = NULL, dismissed_by = NULL, dismiss_reason = NULL
+WHERE message_id = ? AND destination = ? AND lane_message_id = ?`
+
+// IXDeliveryDismiss records a dismissal, only on the lane message it was
+// decided for and only once (args: IXDeliveryDismissArgs).
+const IXDeliveryDismiss = `UPDATE ductus_ix_deliveries SET dismissed_at = ?, dismissed_by = ?, dismiss_reason = ?
+WHERE message_id = ? AND destination = ? AND lane_message_id = ? AND dismissed_at IS NULL`
+
+// IXDeliveryDismissArgs are IXDeliveryDismiss's arguments.
+func IXDeliveryDismissArgs(p *ixstore.DeliveryDismissParams) []any {
+	return []any{p.At.UnixMicro(), p.By, p.Reason, p.MessageID, p.Destination, p.LaneMessageID}
+}
 
 // ScanDeliveries reads rows of IXDeliveries.
 func ScanDeliveries(rows Rows, messageID string) ([]ixstore.Delivery, error) {
 	var out []ixstore.Delivery
 	for rows.Next() {
 		d := ixstore.Delivery{MessageID: messageID}
-		if err := rows.Scan(&d.Destination, &d.LaneMessageID); err != nil {
+		var at sql.NullInt64
+		var by, reason sql.NullString
+		if err := rows.Scan(&d.Destination, &d.LaneMessageID, &at, &by, &reason); err != nil {
 			return nil, err
 		}
+		d.DismissedAt, d.DismissedBy, d.DismissReason = fromNullMicros(at), by.String, reason.String
 		out = append(out, d)
 	}
 	return out, rows.Err()

@@ -1,5 +1,6 @@
 // Package ixstoretest is the conformance suite of the engine store's
-// operator API methods (ixstore.Store's tokens and audit log): the same
+// operator API methods (ixstore.Store's tokens, audit log and delivery
+// relinks): the same
 // assertions on every backend. An adapter's test opens a fresh database,
 // migrates the engine's line (EngineStore().SchemaMigrate) and calls Run.
 //
@@ -33,6 +34,9 @@ func Run(t *testing.T, be ixstore.Backend) {
 	}
 	for name, fn := range auditTests {
 		tests["Audit/"+name] = fn
+	}
+	for name, fn := range deliveryTests {
+		tests["Delivery/"+name] = fn
 	}
 	names := make([]string, 0, len(tests))
 	for name := range tests {

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// audited runs an action on a message after its audit row is written (an
+// action that cannot be audited is refused), and records a second row,
+// refused or failed, when the action then fails.
+func (s *server) audited(ctx context.Context, action, id string, detail map[string]any, act func() error) error {
+	p := principalFrom(ctx)
+	if err := s.acc.Audit(ctx, nil, p, action, id, "ok", detail); err != nil {
+		return fmt.Errorf("%w (the %s was refused: it could not be audited)", err, action)
+	}
+	err := act()
+	if err != nil {
+		outcome := "failed"
+		if statusOf(err) < 500 {
+			outcome = "refused" // nothing to act on, no such message
+		}
+		_ = s.acc.Audit(ctx, nil, p, action, id, outcome, map[string]any{"error": err.Error()})
+	}
+	return err
+}
+
+// destinations is an optional destination list as an audit detail.
+func destinations(dests []string) map[string]any {
+	d := map[string]any{}
+	if len(dests) > 0 {
+		d["destinations"] = strings.Join(dests, ",")
+	}
+	return d
+}
+
+func (s *server) ResendMessage(ctx context.Context, req ResendMessageRequestObject) (ResendMessageResponseObject, error) {
+	var dests []string
+	if req.Body != nil && req.Body.Destinations != nil {
+		dests = *req.Body.Destinations
+	}
+	var resent []ResentDelivery
+	err := s.audited(ctx, "resendMessage", req.Id, destinations(dests), func() (err error) {
+		resent, err = s.eng.Resend(ctx, req.Id, dests)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ResendMessage200JSONResponse{Message: req.Id, Deliveries: resent}, nil
+}
+
+func (s *server) DismissMessage(ctx context.Context, req DismissMessageRequestObject) (DismissMessageResponseObject, error) {
+	var dests []string
+	if req.Body.Destinations != nil {
+		dests = *req.Body.Destinations
+	}
+	detail := destinations(dests)
+	detail["reason"] = req.Body.Reason
+	var done []string
+	err := s.audited(ctx, "dismissMessage", req.Id, detail, func() (err error) {
+		done, err = s.eng.Dismiss(ctx, req.Id, dests, principalFrom(ctx).Name, req.Body.Reason)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return DismissMessage200JSONResponse{Message: req.Id, Destinations: done}, nil
+}
