@@ -232,9 +232,8 @@ func (s engineStore) DeliveryRelink(ctx context.Context, outer store.Tx, p *ixst
 	return n > 0, err
 }
 
-// DeliveryDismiss implements ixstore.Store. It only ever sets a NULL
-// dismissed_at, so the driver's affected rows (changed, not matched) are
-// the rows dismissed.
+// DeliveryDismiss implements ixstore.Store. The statement is an insert,
+// so the driver's affected rows are the dismissals recorded.
 func (s engineStore) DeliveryDismiss(ctx context.Context, outer store.Tx, p *ixstore.DeliveryDismissParams) (bool, error) {
 	var n int64
 	err := s.engineTx(ctx, outer, func(tx *sql.Tx) error {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ductus/ductus/examples"
 	"github.com/ductus/ductus/integration/access"
@@ -63,7 +64,7 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 `, proj.Dir, fmt.Sprintf(devSendArgs, adt), adt, filepath.Join(proj.Dir, "samples", "adt_a0*.hl7"),
 		filepath.Join(proj.Dir, "samples", "oru_r01.hl7"), filepath.Join(proj.Dir, "inbox", "lab")+string(filepath.Separator),
 		filepath.Join(proj.Dir, "out"))
-	return runProject(ctx, proj, log, func(e *engine.Engine) error {
+	return runProject(ctx, proj, log, 30*time.Second, func(e *engine.Engine) error {
 		if proj.Engine.API.Listen == "" {
 			return nil
 		}

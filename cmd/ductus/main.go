@@ -40,6 +40,7 @@ func commands() []command {
 		{"validate", "check a project (files, keys, routes, scripts) without touching a database", validateCmd},
 		{"migrate", "create or upgrade the project's database schema", migrateCmd},
 		{"status", "a running engine's interfaces and queues, through its API (DUCTUS_TOKEN)", statusCmd},
+		{"drain", "close a running engine's gates and wait until it is drained (-stop: then it exits)", drainCmd},
 		{"token", "create, list or revoke API tokens on the server: ductus token create|list|revoke <project-dir>", tokenCmd},
 		{"api-spec", "print the operator API's OpenAPI document", apiSpecCmd},
 		{"send", "send HL7 v2 messages over MLLP and count the ACKs", sendCmd},
@@ -62,6 +63,13 @@ func (e *exitError) Error() string { return e.err.Error() }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops gracefully (ctx ends); once it has, the
+	// signals get their default action again, so a second one ends the
+	// process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

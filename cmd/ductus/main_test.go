@@ -186,4 +186,23 @@ func TestDevWalkthrough(t *testing.T) {
 			t.Fatalf("ductus status printed\n%s\nwithout %q", st.String(), want)
 		}
 	}
+
+	// ductus drain closes the gates and returns once everything sent
+	// above is delivered; -cancel opens them again.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"drain", "-every", "50ms"}, "drained"},
+		{[]string{"drain", "-cancel"}, "the gates are open"},
+	} {
+		var out, errOut testutil.SyncBuffer
+		if code := run(ctx, c.args, &out, &errOut); code != 0 || !strings.Contains(out.String(), c.want) {
+			t.Fatalf("ductus %v exited %d\n%s%s\nwant %q", c.args, code, out.String(), errOut.String(), c.want)
+		}
+	}
+	var dOut, dErr testutil.SyncBuffer
+	if code := run(ctx, []string{"drain", "-cancel"}, &dOut, &dErr); code != 1 || !strings.Contains(dErr.String(), "not draining") {
+		t.Fatalf("ductus drain -cancel with open gates exited %d\n%s%s", code, dOut.String(), dErr.String())
+	}
 }

@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/engine"
 	"github.com/ductus/ductus/integration/script"
+	"github.com/ductus/ductus/runtime/host"
 )
 
 func projectDir(fs *flag.FlagSet, args []string, name string) (string, error) {
@@ -58,6 +60,7 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof at `host:port` (its own listener; off by default)")
+	stopTimeout := fs.Duration("stop-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, how long running turns and sends may take to finish")
 	dir, err := projectDir(fs, args, "run")
 	if err != nil {
 		return err
@@ -74,13 +77,21 @@ func runCmd(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	return runProject(ctx, proj, log, nil)
+	if *stopTimeout <= 0 {
+		return &exitError{code: 2, err: fmt.Errorf("-stop-timeout %v: want a positive duration", *stopTimeout)}
+	}
+	return runProject(ctx, proj, log, *stopTimeout, nil)
 }
 
-// runProject runs an engine on proj until ctx ends; opened, when set, is
-// called once the engine's database is open, before anything listens.
-func runProject(ctx context.Context, proj *config.Project, log *slog.Logger, opened func(*engine.Engine) error) error {
-	e, err := engine.New(ctx, proj, engine.Options{Logger: log, Version: version})
+// runProject runs an engine on proj until ctx ends (a signal) or a drain
+// with stop ends it; opened, when set, is called once the engine's
+// database is open, before anything listens. When ctx ends, the sources
+// close and answer what is in flight, and turns and sends have
+// stopTimeout to finish before they are cancelled (their leases released,
+// so another engine takes them over at once).
+func runProject(ctx context.Context, proj *config.Project, log *slog.Logger, stopTimeout time.Duration, opened func(*engine.Engine) error) error {
+	e, err := engine.New(ctx, proj, engine.Options{Logger: log, Version: version,
+		Host: func(c *host.Config) { c.ShutdownTimeout = stopTimeout }})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,11 @@ func defaultAPI() string {
 // apiGet calls a running engine's API and decodes its JSON answer into v;
 // a refusal is an error carrying the API's message.
 func apiGet(ctx context.Context, base, path string, v any) error {
+	return apiCall(ctx, http.MethodGet, base, path, "", v)
+}
+
+// apiCall is apiGet with a method and a JSON body ("" for none).
+func apiCall(ctx context.Context, method, base, path, reqBody string, v any) error {
 	token, err := tokenFromEnv()
 	if err != nil {
 		return err
@@ -37,11 +42,18 @@ func apiGet(ctx context.Context, base, path string, v any) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
+	var rd io.Reader
+	if reqBody != "" {
+		rd = strings.NewReader(reqBody)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
 		return fmt.Errorf("the API address %q: %w", base, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if reqBody != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("no engine answers at %s (is it running, with api.listen there? set -api or DUCTUS_API): %w", base, err)

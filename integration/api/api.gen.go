@@ -374,6 +374,9 @@ type DeliveryStatus string
 type Destination struct {
 	Name string `json:"name"`
 
+	// Paused A paused destination's lanes and sends hold until it is resumed.
+	Paused *Pause `json:"paused,omitempty"`
+
 	// Pending Messages waiting for the transform or for their send.
 	Pending int64 `json:"pending"`
 
@@ -397,6 +400,36 @@ type DismissRequest struct {
 type Dismissed struct {
 	Destinations []string `json:"destinations"`
 	Message      string   `json:"message"`
+}
+
+// Drain defines model for Drain.
+type Drain struct {
+	// Drained Draining, nothing in flight and nothing pending outside paused destinations.
+	Drained bool `json:"drained"`
+
+	// Draining This engine's gates are closed.
+	Draining bool `json:"draining"`
+
+	// InFlight Messages being stored by this engine now.
+	InFlight int64 `json:"in_flight"`
+
+	// PausedPending Pending in paused destinations (left out of the drain).
+	PausedPending int64 `json:"paused_pending"`
+
+	// Pending Lane messages and sends pending, outside paused destinations (every engine's: the database's count).
+	Pending int64 `json:"pending"`
+
+	// Since When the gates closed.
+	Since *time.Time `json:"since,omitempty"`
+
+	// StopWhenDrained The engine exits once drained.
+	StopWhenDrained bool `json:"stop_when_drained"`
+}
+
+// DrainRequest defines model for DrainRequest.
+type DrainRequest struct {
+	// Stop Stop the engine (exit 0) once drained.
+	Stop *bool `json:"stop,omitempty"`
 }
 
 // EngineInfo defines model for EngineInfo.
@@ -532,6 +565,18 @@ type Output struct {
 	Output string `json:"output"`
 }
 
+// Pause A paused destination's lanes and sends hold until it is resumed.
+type Pause struct {
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+}
+
+// PauseRequest defines model for PauseRequest.
+type PauseRequest struct {
+	Reason string `json:"reason"`
+}
+
 // Principal defines model for Principal.
 type Principal struct {
 	Name        string                 `json:"name"`
@@ -646,6 +691,12 @@ type ListMessagesParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// StartDrainJSONRequestBody defines body for StartDrain for application/json ContentType.
+type StartDrainJSONRequestBody = DrainRequest
+
+// PauseDestinationJSONRequestBody defines body for PauseDestination for application/json ContentType.
+type PauseDestinationJSONRequestBody = PauseRequest
+
 // DismissMessageJSONRequestBody defines body for DismissMessage for application/json ContentType.
 type DismissMessageJSONRequestBody = DismissRequest
 
@@ -660,6 +711,15 @@ type ServerInterface interface {
 	// ListAudit The audit log, newest first (the audit permission).
 	// (GET /api/v1/audit)
 	ListAudit(w http.ResponseWriter, r *http.Request, params ListAuditParams)
+	// StopDrain Open this engine's gates again (operator).
+	// (DELETE /api/v1/drain)
+	StopDrain(w http.ResponseWriter, r *http.Request)
+	// GetDrain This engine's drain state and what it waits for.
+	// (GET /api/v1/drain)
+	GetDrain(w http.ResponseWriter, r *http.Request)
+	// StartDrain Close this engine's gates and drain (operator); with stop, exit once drained.
+	// (POST /api/v1/drain)
+	StartDrain(w http.ResponseWriter, r *http.Request)
 	// GetEngine The engine's version, uptime and backend, and the runtime processes on its database.
 	// (GET /api/v1/engine)
 	GetEngine(w http.ResponseWriter, r *http.Request)
@@ -669,6 +729,12 @@ type ServerInterface interface {
 	// ListInterfaces Every interface with its state and each destination's pending and quarantined counts.
 	// (GET /api/v1/interfaces)
 	ListInterfaces(w http.ResponseWriter, r *http.Request)
+	// ResumeDestination Resume a paused destination (operator).
+	// (DELETE /api/v1/interfaces/{name}/destinations/{destination}/pause)
+	ResumeDestination(w http.ResponseWriter, r *http.Request, name string, destination string)
+	// PauseDestination Pause a destination (operator); its messages keep arriving and wait.
+	// (POST /api/v1/interfaces/{name}/destinations/{destination}/pause)
+	PauseDestination(w http.ResponseWriter, r *http.Request, name string, destination string)
 	// ListMessages An interface's stored messages, newest first, a page at a time.
 	// (GET /api/v1/interfaces/{name}/messages)
 	ListMessages(w http.ResponseWriter, r *http.Request, name string, params ListMessagesParams)
@@ -785,6 +851,48 @@ func (siw *ServerInterfaceWrapper) ListAudit(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// StopDrain operation middleware
+func (siw *ServerInterfaceWrapper) StopDrain(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StopDrain(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetDrain operation middleware
+func (siw *ServerInterfaceWrapper) GetDrain(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetDrain(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// StartDrain operation middleware
+func (siw *ServerInterfaceWrapper) StartDrain(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StartDrain(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetEngine operation middleware
 func (siw *ServerInterfaceWrapper) GetEngine(w http.ResponseWriter, r *http.Request) {
 
@@ -818,6 +926,76 @@ func (siw *ServerInterfaceWrapper) ListInterfaces(w http.ResponseWriter, r *http
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListInterfaces(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ResumeDestination operation middleware
+func (siw *ServerInterfaceWrapper) ResumeDestination(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "destination" -------------
+	var destination string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "destination", r.PathValue("destination"), &destination, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "destination", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResumeDestination(w, r, name, destination)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PauseDestination operation middleware
+func (siw *ServerInterfaceWrapper) PauseDestination(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "destination" -------------
+	var destination string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "destination", r.PathValue("destination"), &destination, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "destination", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PauseDestination(w, r, name, destination)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1208,6 +1386,11 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/me", wrapper.WhoAmI)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces", wrapper.ListInterfaces)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces/{name}/messages", wrapper.ListMessages)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/interfaces/{name}/destinations/{destination}/pause", wrapper.ResumeDestination)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/interfaces/{name}/destinations/{destination}/pause", wrapper.PauseDestination)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/drain", wrapper.StopDrain)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/drain", wrapper.GetDrain)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/drain", wrapper.StartDrain)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/messages/{id}", wrapper.GetMessage)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/resend", wrapper.ResendMessage)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/dismiss", wrapper.DismissMessage)
@@ -1251,6 +1434,121 @@ type ListAuditdefaultJSONResponse struct {
 }
 
 func (response ListAuditdefaultJSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopDrainRequestObject struct {
+}
+
+type StopDrainResponseObject interface {
+	VisitStopDrainResponse(w http.ResponseWriter) error
+}
+
+type StopDrain200JSONResponse Drain
+
+func (response StopDrain200JSONResponse) VisitStopDrainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopDraindefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response StopDraindefaultJSONResponse) VisitStopDrainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDrainRequestObject struct {
+}
+
+type GetDrainResponseObject interface {
+	VisitGetDrainResponse(w http.ResponseWriter) error
+}
+
+type GetDrain200JSONResponse Drain
+
+func (response GetDrain200JSONResponse) VisitGetDrainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDraindefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetDraindefaultJSONResponse) VisitGetDrainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartDrainRequestObject struct {
+	Body *StartDrainJSONRequestBody
+}
+
+type StartDrainResponseObject interface {
+	VisitStartDrainResponse(w http.ResponseWriter) error
+}
+
+type StartDrain200JSONResponse Drain
+
+func (response StartDrain200JSONResponse) VisitStartDrainResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartDraindefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response StartDraindefaultJSONResponse) VisitStartDrainResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1348,6 +1646,81 @@ type ListInterfacesdefaultJSONResponse struct {
 }
 
 func (response ListInterfacesdefaultJSONResponse) VisitListInterfacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeDestinationRequestObject struct {
+	Name        string `json:"name"`
+	Destination string `json:"destination"`
+}
+
+type ResumeDestinationResponseObject interface {
+	VisitResumeDestinationResponse(w http.ResponseWriter) error
+}
+
+type ResumeDestination204Response struct {
+}
+
+func (response ResumeDestination204Response) VisitResumeDestinationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type ResumeDestinationdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ResumeDestinationdefaultJSONResponse) VisitResumeDestinationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseDestinationRequestObject struct {
+	Name        string `json:"name"`
+	Destination string `json:"destination"`
+	Body        *PauseDestinationJSONRequestBody
+}
+
+type PauseDestinationResponseObject interface {
+	VisitPauseDestinationResponse(w http.ResponseWriter) error
+}
+
+type PauseDestination200JSONResponse Pause
+
+func (response PauseDestination200JSONResponse) VisitPauseDestinationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseDestinationdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response PauseDestinationdefaultJSONResponse) VisitPauseDestinationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -1766,6 +2139,15 @@ type StrictServerInterface interface {
 	// ListAudit The audit log, newest first (the audit permission).
 	// (GET /api/v1/audit)
 	ListAudit(ctx context.Context, request ListAuditRequestObject) (ListAuditResponseObject, error)
+	// StopDrain Open this engine's gates again (operator).
+	// (DELETE /api/v1/drain)
+	StopDrain(ctx context.Context, request StopDrainRequestObject) (StopDrainResponseObject, error)
+	// GetDrain This engine's drain state and what it waits for.
+	// (GET /api/v1/drain)
+	GetDrain(ctx context.Context, request GetDrainRequestObject) (GetDrainResponseObject, error)
+	// StartDrain Close this engine's gates and drain (operator); with stop, exit once drained.
+	// (POST /api/v1/drain)
+	StartDrain(ctx context.Context, request StartDrainRequestObject) (StartDrainResponseObject, error)
 	// GetEngine The engine's version, uptime and backend, and the runtime processes on its database.
 	// (GET /api/v1/engine)
 	GetEngine(ctx context.Context, request GetEngineRequestObject) (GetEngineResponseObject, error)
@@ -1775,6 +2157,12 @@ type StrictServerInterface interface {
 	// ListInterfaces Every interface with its state and each destination's pending and quarantined counts.
 	// (GET /api/v1/interfaces)
 	ListInterfaces(ctx context.Context, request ListInterfacesRequestObject) (ListInterfacesResponseObject, error)
+	// ResumeDestination Resume a paused destination (operator).
+	// (DELETE /api/v1/interfaces/{name}/destinations/{destination}/pause)
+	ResumeDestination(ctx context.Context, request ResumeDestinationRequestObject) (ResumeDestinationResponseObject, error)
+	// PauseDestination Pause a destination (operator); its messages keep arriving and wait.
+	// (POST /api/v1/interfaces/{name}/destinations/{destination}/pause)
+	PauseDestination(ctx context.Context, request PauseDestinationRequestObject) (PauseDestinationResponseObject, error)
 	// ListMessages An interface's stored messages, newest first, a page at a time.
 	// (GET /api/v1/interfaces/{name}/messages)
 	ListMessages(ctx context.Context, request ListMessagesRequestObject) (ListMessagesResponseObject, error)
@@ -1875,6 +2263,88 @@ func (sh *strictHandler) ListAudit(w http.ResponseWriter, r *http.Request, param
 	}
 }
 
+// StopDrain operation middleware
+func (sh *strictHandler) StopDrain(w http.ResponseWriter, r *http.Request) {
+	var request StopDrainRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StopDrain(ctx, request.(StopDrainRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopDrain")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StopDrainResponseObject); ok {
+		if err := validResponse.VisitStopDrainResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetDrain operation middleware
+func (sh *strictHandler) GetDrain(w http.ResponseWriter, r *http.Request) {
+	var request GetDrainRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDrain(ctx, request.(GetDrainRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDrain")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetDrainResponseObject); ok {
+		if err := validResponse.VisitGetDrainResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartDrain operation middleware
+func (sh *strictHandler) StartDrain(w http.ResponseWriter, r *http.Request) {
+	var request StartDrainRequestObject
+
+	var body StartDrainJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StartDrain(ctx, request.(StartDrainRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartDrain")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StartDrainResponseObject); ok {
+		if err := validResponse.VisitStartDrainResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetEngine operation middleware
 func (sh *strictHandler) GetEngine(w http.ResponseWriter, r *http.Request) {
 	var request GetEngineRequestObject
@@ -1940,6 +2410,67 @@ func (sh *strictHandler) ListInterfaces(w http.ResponseWriter, r *http.Request) 
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ListInterfacesResponseObject); ok {
 		if err := validResponse.VisitListInterfacesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ResumeDestination operation middleware
+func (sh *strictHandler) ResumeDestination(w http.ResponseWriter, r *http.Request, name string, destination string) {
+	var request ResumeDestinationRequestObject
+
+	request.Name = name
+	request.Destination = destination
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ResumeDestination(ctx, request.(ResumeDestinationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResumeDestination")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ResumeDestinationResponseObject); ok {
+		if err := validResponse.VisitResumeDestinationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PauseDestination operation middleware
+func (sh *strictHandler) PauseDestination(w http.ResponseWriter, r *http.Request, name string, destination string) {
+	var request PauseDestinationRequestObject
+
+	request.Name = name
+	request.Destination = destination
+
+	var body PauseDestinationJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PauseDestination(ctx, request.(PauseDestinationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PauseDestination")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PauseDestinationResponseObject); ok {
+		if err := validResponse.VisitPauseDestinationResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

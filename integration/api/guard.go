@@ -134,9 +134,13 @@ func (g *guard) validate(w http.ResponseWriter, r *http.Request, op *operation) 
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
 	params := map[string]string{}
-	for _, p := range op.route.Operation.Parameters {
-		if p.Value != nil && p.Value.In == openapi3.ParameterInPath {
-			params[p.Value.Name] = r.PathValue(p.Value.Name)
+	// A path's parameters may be declared on the operation or on its path
+	// item; the validator checks both, so both are bound.
+	for _, ps := range []openapi3.Parameters{op.route.PathItem.Parameters, op.route.Operation.Parameters} {
+		for _, p := range ps {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInPath {
+				params[p.Value.Name] = r.PathValue(p.Value.Name)
+			}
 		}
 	}
 	err := openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
@@ -174,8 +178,9 @@ func describe(err error) error {
 		return &badRequest{msg: fmt.Sprintf("%s: %s", orWhole(field), se.Reason), field: field}
 	}
 	reason := re.Reason
-	if re.Err != nil {
-		reason = strings.TrimSpace(strings.TrimPrefix(reason+" "+re.Err.Error(), " "))
+	if re.Err != nil && !strings.Contains(reason, re.Err.Error()) {
+		// The validator sometimes puts its cause in both; say it once.
+		reason = strings.TrimSpace(reason + " " + re.Err.Error())
 	}
 	return &badRequest{msg: fmt.Sprintf("%s: %s", orWhole(field), reason), field: field}
 }

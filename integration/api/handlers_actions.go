@@ -67,3 +67,58 @@ func (s *server) DismissMessage(ctx context.Context, req DismissMessageRequestOb
 	}
 	return DismissMessage200JSONResponse{Message: req.Id, Destinations: done}, nil
 }
+
+func (s *server) PauseDestination(ctx context.Context, req PauseDestinationRequestObject) (PauseDestinationResponseObject, error) {
+	var out Pause
+	err := s.audited(ctx, "pauseDestination", req.Name+"/"+req.Destination, map[string]any{"reason": req.Body.Reason}, func() (err error) {
+		out, err = s.eng.PauseDestination(ctx, req.Name, req.Destination, principalFrom(ctx).Name, req.Body.Reason)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return PauseDestination200JSONResponse(out), nil
+}
+
+func (s *server) ResumeDestination(ctx context.Context, req ResumeDestinationRequestObject) (ResumeDestinationResponseObject, error) {
+	err := s.audited(ctx, "resumeDestination", req.Name+"/"+req.Destination, nil, func() error {
+		return s.eng.ResumeDestination(ctx, req.Name, req.Destination, principalFrom(ctx).Name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ResumeDestination204Response{}, nil
+}
+
+func (s *server) GetDrain(ctx context.Context, _ GetDrainRequestObject) (GetDrainResponseObject, error) {
+	d, err := s.eng.DrainStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return GetDrain200JSONResponse(d), nil
+}
+
+func (s *server) StartDrain(ctx context.Context, req StartDrainRequestObject) (StartDrainResponseObject, error) {
+	stop := req.Body != nil && req.Body.Stop != nil && *req.Body.Stop
+	var d Drain
+	err := s.audited(ctx, "startDrain", "engine", map[string]any{"stop": stop}, func() (err error) {
+		d, err = s.eng.StartDrain(ctx, stop)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return StartDrain200JSONResponse(d), nil
+}
+
+func (s *server) StopDrain(ctx context.Context, _ StopDrainRequestObject) (StopDrainResponseObject, error) {
+	var d Drain
+	err := s.audited(ctx, "stopDrain", "engine", nil, func() (err error) {
+		d, err = s.eng.StopDrain(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return StopDrain200JSONResponse(d), nil
+}

@@ -39,6 +39,18 @@ type Engine interface {
 	// every one) for reason; a named delivery that is not quarantined, or
 	// none at all, is ErrConflict.
 	Dismiss(ctx context.Context, id string, dests []string, by, reason string) ([]string, error)
+	// PauseDestination pauses a destination for reason; ErrConflict when
+	// it is paused already.
+	PauseDestination(ctx context.Context, iface, dest, by, reason string) (Pause, error)
+	// ResumeDestination resumes a paused destination; ErrConflict when it
+	// is not paused.
+	ResumeDestination(ctx context.Context, iface, dest, by string) error
+	// StartDrain closes the engine's gates (stop: exit once drained).
+	StartDrain(ctx context.Context, stop bool) (Drain, error)
+	// StopDrain opens them again; ErrConflict when they are open.
+	StopDrain(ctx context.Context) (Drain, error)
+	// DrainStatus is the drain state.
+	DrainStatus(ctx context.Context) (Drain, error)
 	// Gatherer is the engine's Prometheus registry.
 	Gatherer() prometheus.Gatherer
 }

@@ -148,6 +148,17 @@ func TestAPIAccessByRole(t *testing.T) {
 			// An action may find nothing quarantined (409): that answer,
 			// too, comes only after the access check passed.
 			"resendMessage": func() (string, string, string) { return "POST", "/api/v1/messages/" + msgID + "/resend", "" },
+			// Each pause is undone by the next resume, so both find
+			// work in turn or answer 409 after the access check.
+			"pauseDestination": func() (string, string, string) {
+				return "POST", "/api/v1/interfaces/adt/destinations/archive/pause", `{"reason":"access test"}`
+			},
+			"resumeDestination": func() (string, string, string) {
+				return "DELETE", "/api/v1/interfaces/adt/destinations/archive/pause", ""
+			},
+			"getDrain":   func() (string, string, string) { return "GET", "/api/v1/drain", "" },
+			"startDrain": func() (string, string, string) { return "POST", "/api/v1/drain", "" },
+			"stopDrain":  func() (string, string, string) { return "DELETE", "/api/v1/drain", "" },
 			"dismissMessage": func() (string, string, string) {
 				return "POST", "/api/v1/messages/" + msgID + "/dismiss", `{"reason":"access test"}`
 			},
@@ -189,7 +200,7 @@ func TestAPIAccessByRole(t *testing.T) {
 					if json.Unmarshal(b, &e) != nil || e.Error == "" {
 						t.Errorf("%s as %s: %d without a JSON error: %s", op, c.name, st, b)
 					}
-				} else if st >= 300 && !((op == "resendMessage" || op == "dismissMessage") && st == http.StatusConflict) {
+				} else if st >= 300 && !(rule.Role == access.Operator && st == http.StatusConflict) {
 					got = fmt.Sprintf("%d %s", st, b)
 				}
 				if got != want {

@@ -84,11 +84,14 @@ type Engine struct {
 
 	startedAt time.Time
 	access    *access.Store
+	paused    pauses     // the paused destinations (pause.go)
+	drain     drainState // the sources' gate (drain.go)
 
 	mu        sync.Mutex
 	sources   []source
 	listening bool // every source's listener is bound
 	apiAddr   string
+	stopRun   context.CancelFunc // ends Run (a drain with stop)
 }
 
 // ifaceRuntime is an interface with what the engine compiled for it.
@@ -285,7 +288,16 @@ func (e *Engine) Metrics() *prometheus.Registry { return e.reg }
 // then it stops the sources (no new messages are accepted), lets the
 // runtime finish its turns and releases everything.
 func (e *Engine) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.mu.Lock()
+	e.stopRun = cancel
+	e.mu.Unlock()
 	if err := e.rt.Start(ctx); err != nil {
+		return err
+	}
+	if err := e.restorePauses(ctx); err != nil {
+		_ = e.rt.Shutdown(context.Background())
 		return err
 	}
 	srcs, err := e.buildSources(ctx)
@@ -311,10 +323,14 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		e.pruneDedupeLoop(sctx, e.opts.DedupePruneEvery)
+	}()
+	go func() {
+		defer wg.Done()
+		e.refreshPausesLoop(sctx)
 	}()
 	names := make([]string, 0, len(srcs))
 	for _, s := range srcs {

@@ -63,6 +63,15 @@ func running(t *testing.T, proj *config.Project, be ixstore.Backend) *Engine {
 // and, unless the test brings its own to read, the logger are filled in).
 func runningWith(t *testing.T, proj *config.Project, be ixstore.Backend, opts Options) *Engine {
 	t.Helper()
+	e, _ := startWith(t, proj, be, opts)
+	return e
+}
+
+// startWith is runningWith that also returns the stop, for a test that
+// stops the engine early (a restart); the stop runs once, at the latest
+// when the test ends.
+func startWith(t *testing.T, proj *config.Project, be ixstore.Backend, opts Options) (*Engine, func()) {
+	t.Helper()
 	opts.Backend = be
 	if opts.Logger == nil {
 		opts.Logger = testutil.Logger()
@@ -81,15 +90,19 @@ func runningWith(t *testing.T, proj *config.Project, be ixstore.Backend, opts Op
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("engine run: %v", err)
-		}
-		e.Close()
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("engine run: %v", err)
+			}
+			e.Close()
+		})
+	}
+	t.Cleanup(stop)
 	testutil.Eventually(t, 10*time.Second, "the engine to listen", func() bool { return e.started() })
-	return e
+	return e, stop
 }
 
 func (e *Engine) started() bool {

@@ -75,6 +75,15 @@ func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state 
 		e.met.intakeErrors.WithLabelValues(iface).Inc()
 		return nil, fmt.Errorf("%w: %w: %s", ErrStore, ErrInterfaceStopped, iface)
 	}
+	// A route's hop (its records carry their origin message) is not a
+	// source: it goes on while the gates are closed, so routed work drains.
+	// Counted before the gate is looked at: a drain that finds nothing in
+	// flight after closing the gate has seen every intake that got past it.
+	e.drain.inflight.Add(1)
+	defer e.drain.inflight.Add(-1)
+	if len(recs) > 0 && recs[0].OriginID == "" && e.drain.gateClosed() {
+		return nil, fmt.Errorf("%w: %w: %s", ErrStore, ErrDraining, iface)
+	}
 	req := &intakeReq{ctx: ctx, ir: ir, recs: recs, state: state}
 	e.group.do(req, e.commitGroup)
 	if req.err != nil {

@@ -74,6 +74,12 @@ func (e *Engine) laneDefinition() *actor.Type[laneState] {
 			"deliver": actor.Message(func(c *actor.Context, s *laneState, a deliverArgs) (msgstore.LaneResult, error) {
 				return e.deliver(c, s, a)
 			}),
+			// hold does nothing: a pause asks it of a lane that has had
+			// no message yet, so that the lane's actor exists to be paused
+			// (pause.go).
+			"hold": actor.Message(func(*actor.Context, *laneState, struct{}) (struct{}, error) {
+				return struct{}{}, nil
+			}),
 		},
 	}
 }

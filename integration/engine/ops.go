@@ -49,23 +49,9 @@ type destCounts struct{ pending, quarantined int64 }
 
 // Interfaces implements api.Engine.
 func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
-	rows, err := e.rt.BacklogByActor(ctx, laneType)
+	counts, err := e.laneCounts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("engine: count the lanes' backlog: %w", err)
-	}
-	counts := map[string]*destCounts{} // "<interface>/<destination>"
-	for _, r := range rows {
-		i := strings.LastIndexByte(r.ID, '/')
-		if i < 0 {
-			continue
-		}
-		c := counts[r.ID[:i]]
-		if c == nil {
-			c = &destCounts{}
-			counts[r.ID[:i]] = c
-		}
-		c.pending += r.Messages + r.Effects
-		c.quarantined += r.DeadLetters + r.DeadEffects
+		return nil, err
 	}
 	out := make([]api.Interface, 0, len(e.proj.Interfaces))
 	for _, in := range e.proj.Interfaces {
@@ -80,12 +66,40 @@ func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
 			if c == nil {
 				c = &destCounts{}
 			}
-			it.Destinations = append(it.Destinations, api.Destination{Name: d.Name, Type: string(d.Type),
-				Pending: c.pending, Quarantined: c.quarantined})
+			ad := api.Destination{Name: d.Name, Type: string(d.Type), Pending: c.pending, Quarantined: c.quarantined}
+			if p, ok := e.paused.get(in.Name, d.Name); ok {
+				v := pauseView(p)
+				ad.Paused = &v
+			}
+			it.Destinations = append(it.Destinations, ad)
 		}
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// laneCounts is each destination's pending and quarantined work, by
+// "<interface>/<destination>", from one query over the lanes' backlog.
+func (e *Engine) laneCounts(ctx context.Context) (map[string]*destCounts, error) {
+	rows, err := e.rt.BacklogByActor(ctx, laneType)
+	if err != nil {
+		return nil, fmt.Errorf("engine: count the lanes' backlog: %w", err)
+	}
+	counts := map[string]*destCounts{}
+	for _, r := range rows {
+		i := strings.LastIndexByte(r.ID, '/')
+		if i < 0 {
+			continue
+		}
+		c := counts[r.ID[:i]]
+		if c == nil {
+			c = &destCounts{}
+			counts[r.ID[:i]] = c
+		}
+		c.pending += r.Messages + r.Effects
+		c.quarantined += r.DeadLetters + r.DeadEffects
+	}
+	return counts, nil
 }
 
 // describeSource is a source as an operator would name it.

@@ -37,6 +37,7 @@ func (e *Engine) newFileSource(ir *ifaceRuntime) (source, error) {
 	cfg.NotUTF8 = ir.cfg.Charset != nil && !ir.cfg.Charset.IsUTF8()
 	cfg.Logger = e.log.With("interface", name, "source", "file")
 	cfg.Commit = s.commit
+	cfg.Held = e.drain.gateClosed
 	cfg.Progress = func(ctx context.Context, file string) (files.Progress, bool, error) {
 		var p files.Progress
 		ok, err := e.ms.State(ctx, name, stateKey(file), &p)

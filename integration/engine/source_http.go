@@ -107,8 +107,11 @@ func (s *httpSource) handler(ir *ifaceRuntime) http.Handler {
 		if err != nil {
 			s.e.log.Warn("http source: storing failed; answered 503", "interface", ir.cfg.Name, "err", err)
 			retry, text := "5", "the message could not be stored; retry later"
-			if errors.Is(err, ErrInterfaceStopped) {
+			switch {
+			case errors.Is(err, ErrInterfaceStopped):
 				retry, text = "30", "the interface is stopped after repeated script failures; retry later"
+			case errors.Is(err, ErrDraining):
+				retry, text = "30", "the engine is draining; retry later"
 			}
 			w.Header().Set("Retry-After", retry)
 			reply(w, http.StatusServiceUnavailable, httpAnswer{Status: "error", Error: text})

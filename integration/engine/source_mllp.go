@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/mllpnet"
@@ -15,42 +17,92 @@ import (
 // AE (CE) when storing failed, so the sender retries; the original's ACK
 // again for a duplicate. Frames that are not HL7 are answered AR by the
 // server before they reach here.
+//
+// A drain closes its gate: the server shuts down (the listener closes,
+// what is in flight is answered) and a new one listens on the same address
+// when the gate opens again (drain.go).
 type mllpSource struct {
-	e   *Engine
-	ir  *ifaceRuntime
+	e  *Engine
+	ir *ifaceRuntime
+
+	mu  sync.Mutex
 	ln  net.Listener
 	srv *mllpnet.Server
 }
 
 func (e *Engine) newMLLPSource(ir *ifaceRuntime) (source, error) {
-	c := ir.cfg.Source.MLLP
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("interface %s: mllp source: listen on %s: %w", ir.cfg.Name, c.Listen, err)
-	}
-	s := &mllpSource{e: e, ir: ir, ln: ln}
-	s.srv, err = mllpnet.NewServer(mllpnet.HandlerFunc(s.handle), mllpnet.ServerOptions{
-		MaxMessageBytes: int(c.MaxMessageBytes), IdleTimeout: c.IdleTimeout, ReadTimeout: c.ReadTimeout,
-		Logger: e.log.With("interface", ir.cfg.Name, "source", "mllp"),
-	})
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("interface %s: mllp source: %w", ir.cfg.Name, err)
+	s := &mllpSource{e: e, ir: ir}
+	if err := s.listen(ir.cfg.Source.MLLP.Listen); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-func (s *mllpSource) name() string   { return "mllp " + s.ln.Addr().String() }
+// listen binds addr and makes the server that will serve it.
+func (s *mllpSource) listen(addr string) error {
+	c := s.ir.cfg.Source.MLLP
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("interface %s: mllp source: listen on %s: %w", s.ir.cfg.Name, addr, err)
+	}
+	srv, err := mllpnet.NewServer(mllpnet.HandlerFunc(s.handle), mllpnet.ServerOptions{
+		MaxMessageBytes: int(c.MaxMessageBytes), IdleTimeout: c.IdleTimeout, ReadTimeout: c.ReadTimeout,
+		Logger: s.e.log.With("interface", s.ir.cfg.Name, "source", "mllp"),
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("interface %s: mllp source: %w", s.ir.cfg.Name, err)
+	}
+	s.mu.Lock()
+	s.ln, s.srv = ln, srv
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *mllpSource) current() (net.Listener, *mllpnet.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ln, s.srv
+}
+
+func (s *mllpSource) name() string   { return "mllp " + s.addr() }
 func (s *mllpSource) iface() string  { return s.ir.cfg.Name }
-func (s *mllpSource) addr() string   { return s.ln.Addr().String() }
-func (s *mllpSource) closeListener() { s.ln.Close() }
+func (s *mllpSource) addr() string   { ln, _ := s.current(); return ln.Addr().String() }
+func (s *mllpSource) closeListener() { ln, _ := s.current(); ln.Close() }
+
+// closeGate shuts the server down for a drain: the listener closes at
+// once, messages in flight are answered.
+func (s *mllpSource) closeGate() {
+	_, srv := s.current()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			s.e.log.Warn("draining: the MLLP source did not finish its messages in time", "interface", s.ir.cfg.Name, "err", err)
+		}
+	}()
+}
 
 func (s *mllpSource) run(ctx context.Context) error {
-	err := s.srv.Serve(ctx, s.ln)
-	if ctx.Err() != nil {
-		return nil
+	for {
+		ln, srv := s.current()
+		err := srv.Serve(ctx, ln)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, mllpnet.ErrServerClosed) || !s.e.drain.gateClosed() {
+			return err
+		}
+		// Closed for a drain: listen again, on the address it had, once
+		// the gate opens.
+		if s.e.drain.waitOpen(ctx) != nil {
+			return nil
+		}
+		if err := s.listen(ln.Addr().String()); err != nil {
+			return err
+		}
+		s.e.log.Info("drain cancelled: the MLLP source listens again", "interface", s.ir.cfg.Name, "addr", s.addr())
 	}
-	return err
 }
 
 func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload []byte, msg *hl7.Message) []byte {
@@ -97,8 +149,11 @@ func (s *mllpSource) handle(ctx context.Context, conn mllpnet.ConnInfo, payload 
 	}}, nil)
 	if err != nil {
 		text := "the message could not be stored; send it again"
-		if errors.Is(err, ErrInterfaceStopped) {
+		switch {
+		case errors.Is(err, ErrInterfaceStopped):
 			text = "the interface is stopped after repeated script failures; send it again later"
+		case errors.Is(err, ErrDraining):
+			text = "the engine is draining; send it again later"
 		}
 		s.e.log.Warn("mllp source: storing failed; answered AE", "interface", s.ir.cfg.Name, "control_id", msg.ControlID(), "err", err)
 		ack, berr := build(hl7.Errored, text)

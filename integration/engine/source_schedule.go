@@ -115,6 +115,11 @@ func (e *Engine) scheduleRun(ctx context.Context, _ host.EffectContext, raw json
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, actor.Permanent(err)
 	}
+	if e.drain.gateClosed() {
+		// A schedule is a source: its run waits for the gates to open,
+		// untried, its attempts kept.
+		return nil, &host.NotAttemptedError{RetryAfter: drainPoll, Err: ErrDraining}
+	}
 	payload, err := json.Marshal(runPayload{Due: a.Due.UTC(), Previous: a.Previous})
 	if err != nil {
 		return nil, actor.Permanent(err)

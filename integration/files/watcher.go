@@ -133,6 +133,10 @@ type WatcherConfig struct {
 	// batch and the failures (default: discarded).
 	Logger *slog.Logger
 
+	// Held, when set and true, holds the watcher: it looks at nothing
+	// until Held is false again (checked at each poll). The engine's
+	// drain holds its file sources this way.
+	Held func() bool
 	// Commit stores the batch's records and progress in one transaction. An
 	// error means the batch may or may not be stored: the watcher backs off
 	// and resumes from the saved progress.
@@ -295,6 +299,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
+		}
+		if w.cfg.Held != nil && w.cfg.Held() {
+			wait = w.cfg.Poll
+			continue
 		}
 		err := w.poll(ctx)
 		if ctx.Err() != nil {

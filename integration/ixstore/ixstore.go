@@ -70,10 +70,10 @@ type Store interface {
 
 	// DeliveryList lists a message's deliveries, by destination.
 	DeliveryList(ctx context.Context, p *DeliveryListParams) ([]Delivery, error)
-	// DeliveryRelink points a delivery at a new lane message (a resend)
-	// and clears its dismissal,
+	// DeliveryRelink points a delivery at a new lane message (a resend),
 	// in tx, only if it still points at From; false when it does not (a
-	// concurrent resend moved it, or there is no such delivery).
+	// concurrent resend moved it, or there is no such delivery). A
+	// dismissal belongs to a lane message, so the old one's stops applying.
 	DeliveryRelink(ctx context.Context, tx store.Tx, p *DeliveryRelinkParams) (bool, error)
 	// DeliveryDismiss records an operator's dismissal, in tx, only if the
 	// delivery is still on LaneMessageID and not dismissed; false when not.
@@ -97,6 +97,14 @@ type Store interface {
 	SourceStatePut(ctx context.Context, tx store.Tx, p *SourceStatePutParams) error
 	// SourceStateGet reads a source's state row.
 	SourceStateGet(ctx context.Context, p *SourceStateGetParams) (value []byte, found bool, err error)
+
+	// PauseInsert records a pause in a transaction of its own; false (and
+	// nothing written) when the destination is paused already.
+	PauseInsert(ctx context.Context, p *Pause) (bool, error)
+	// PauseDelete removes a pause; false when there was none.
+	PauseDelete(ctx context.Context, p *PauseDeleteParams) (bool, error)
+	// PauseList lists every pause, by interface and destination.
+	PauseList(ctx context.Context) ([]Pause, error)
 
 	// TokenInsert stores a new API token (its hash, never the token), in
 	// a transaction of its own. A duplicate ID or hash is an error.

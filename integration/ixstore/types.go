@@ -137,3 +137,18 @@ type SourceStateGetParams struct {
 	Interface string
 	Key       string
 }
+
+// Pause is a paused destination: who paused it, when and why.
+type Pause struct {
+	Interface   string
+	Destination string
+	Reason      string
+	By          string
+	At          time.Time
+}
+
+// PauseDeleteParams name a paused destination.
+type PauseDeleteParams struct {
+	Interface   string
+	Destination string
+}

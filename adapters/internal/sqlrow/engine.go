@@ -186,19 +186,25 @@ func ScanPairs[V string | []byte](rows Rows, into map[string]V) error {
 	return rows.Err()
 }
 
-// IXDeliveries reads a message's deliveries.
-const IXDeliveries = `SELECT destination, lane_message_id, dismissed_at, dismissed_by, dismiss_reason FROM ductus_ix_deliveries WHERE message_id = ? ORDER BY destination`
+// IXDeliveries reads a message's deliveries, each with the dismissal of
+// the lane message it is on (NULLs when none).
+const IXDeliveries = `SELECT d.destination, d.lane_message_id, x.dismissed_at, x.dismissed_by, x.reason
+FROM ductus_ix_deliveries d LEFT JOIN ductus_ix_dismissals x
+  ON x.message_id = d.message_id AND x.destination = d.destination AND x.lane_message_id = d.lane_message_id
+WHERE d.message_id = ? ORDER BY d.destination`
 
 // IXDeliveryRelink moves a delivery to a new lane message, only from the
-// one it was read with, and clears a dismissal (args: to, message,
-// destination, from).
-const IXDeliveryRelink = `UPDATE ductus_ix_deliveries SET lane_message_id = ?, dismissed_at = NULL, dismissed_by = NULL, dismiss_reason = NULL
-WHERE message_id = ? AND destination = ? AND lane_message_id = ?`
+// one it was read with (args: to, message, destination, from). A
+// dismissal of the old lane message no longer applies.
+const IXDeliveryRelink = `UPDATE ductus_ix_deliveries SET lane_message_id = ? WHERE message_id = ? AND destination = ? AND lane_message_id = ?`
 
-// IXDeliveryDismiss records a dismissal, only on the lane message it was
-// decided for and only once (args: IXDeliveryDismissArgs).
-const IXDeliveryDismiss = `UPDATE ductus_ix_deliveries SET dismissed_at = ?, dismissed_by = ?, dismiss_reason = ?
-WHERE message_id = ? AND destination = ? AND lane_message_id = ? AND dismissed_at IS NULL`
+// IXDeliveryDismiss records a dismissal, only while the delivery is on the
+// lane message it was decided for and only once (args:
+// IXDeliveryDismissArgs). The primary key refuses a concurrent second.
+const IXDeliveryDismiss = `INSERT INTO ductus_ix_dismissals (message_id, destination, lane_message_id, dismissed_at, dismissed_by, reason)
+SELECT d.message_id, d.destination, d.lane_message_id, ?, ?, ? FROM ductus_ix_deliveries d
+WHERE d.message_id = ? AND d.destination = ? AND d.lane_message_id = ?
+  AND NOT EXISTS (SELECT 1 FROM ductus_ix_dismissals x WHERE x.message_id = d.message_id AND x.destination = d.destination AND x.lane_message_id = d.lane_message_id)`
 
 // IXDeliveryDismissArgs are IXDeliveryDismiss's arguments.
 func IXDeliveryDismissArgs(p *ixstore.DeliveryDismissParams) []any {

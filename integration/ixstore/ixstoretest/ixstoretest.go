@@ -1,6 +1,6 @@
 // Package ixstoretest is the conformance suite of the engine store's
-// operator API methods (ixstore.Store's tokens, audit log and delivery
-// relinks): the same
+// operator API methods (ixstore.Store's tokens, audit log, delivery
+// relinks and dismissals, and pauses): the same
 // assertions on every backend. An adapter's test opens a fresh database,
 // migrates the engine's line (EngineStore().SchemaMigrate) and calls Run.
 //
@@ -37,6 +37,9 @@ func Run(t *testing.T, be ixstore.Backend) {
 	}
 	for name, fn := range deliveryTests {
 		tests["Delivery/"+name] = fn
+	}
+	for name, fn := range pauseTests {
+		tests["Pause/"+name] = fn
 	}
 	names := make([]string, 0, len(tests))
 	for name := range tests {
