@@ -291,6 +291,18 @@ func TestAPIMessagesAuditAndRevocation(t *testing.T) {
 		if st != 200 || !bytes.Contains(b, []byte("ductus_")) {
 			t.Fatalf("metrics: %d %.300s", st, b)
 		}
+		checkDashboard(t, b)
+		// The queue gauges agree with /interfaces.
+		for _, want := range []string{
+			`ductus_destination_quarantined{destination="emr",interface="adt"} 1`,
+			`ductus_destination_pending{destination="archive",interface="adt"} 0`,
+			`ductus_destination_paused{destination="emr",interface="adt"} 0`,
+			`ductus_engine_draining 0`,
+		} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
 	})
 }
 

@@ -147,7 +147,7 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 	}
 	e.reg = prometheus.NewRegistry()
 	e.met = newMetrics(e.reg)
-	e.reg.MustRegister(stoppedCollector{e})
+	e.reg.MustRegister(stoppedCollector{e}, queueCollector{e})
 	for _, in := range proj.Interfaces {
 		ir := &ifaceRuntime{cfg: in}
 		var err error
