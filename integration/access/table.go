@@ -32,6 +32,7 @@ var Table = map[string]Rule{
 	"pauseDestination":  {Role: Operator, Audited: true},
 	"resumeDestination": {Role: Operator, Audited: true},
 	"getDrain":          {Role: Viewer},
+	"getEvents":         {Role: Viewer},
 	"startDrain":        {Role: Operator, Audited: true},
 	"stopDrain":         {Role: Operator, Audited: true},
 	"getMetrics":        {Role: Viewer},

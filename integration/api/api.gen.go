@@ -641,6 +641,12 @@ type Segment struct {
 	Name   string  `json:"name"`
 }
 
+// State What GET /events sends (event: state) whenever it changes.
+type State struct {
+	Drain      Drain       `json:"drain"`
+	Interfaces []Interface `json:"interfaces"`
+}
+
 // Token defines model for Token.
 type Token struct {
 	CreatedAt   time.Time          `json:"created_at"`
@@ -723,6 +729,9 @@ type ServerInterface interface {
 	// GetEngine The engine's version, uptime and backend, and the runtime processes on its database.
 	// (GET /api/v1/engine)
 	GetEngine(w http.ResponseWriter, r *http.Request)
+	// GetEvents Server-Sent Events: the interfaces' states and counts and the drain state, whenever they change.
+	// (GET /api/v1/events)
+	GetEvents(w http.ResponseWriter, r *http.Request)
 	// GetHealth Whether the engine answers (no credentials, for load balancers).
 	// (GET /api/v1/health)
 	GetHealth(w http.ResponseWriter, r *http.Request)
@@ -898,6 +907,20 @@ func (siw *ServerInterfaceWrapper) GetEngine(w http.ResponseWriter, r *http.Requ
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetEngine(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetEvents operation middleware
+func (siw *ServerInterfaceWrapper) GetEvents(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetEvents(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1388,6 +1411,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces/{name}/messages", wrapper.ListMessages)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/interfaces/{name}/destinations/{destination}/pause", wrapper.ResumeDestination)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/interfaces/{name}/destinations/{destination}/pause", wrapper.PauseDestination)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/events", wrapper.GetEvents)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/drain", wrapper.StopDrain)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/drain", wrapper.GetDrain)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/drain", wrapper.StartDrain)
@@ -1587,6 +1611,73 @@ type GetEnginedefaultJSONResponse struct {
 }
 
 func (response GetEnginedefaultJSONResponse) VisitGetEngineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventsRequestObject struct {
+}
+
+type GetEventsResponseObject interface {
+	VisitGetEventsResponse(w http.ResponseWriter) error
+}
+
+type GetEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetEvents200TexteventStreamResponse) VisitGetEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type GetEventsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetEventsdefaultJSONResponse) VisitGetEventsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2151,6 +2242,9 @@ type StrictServerInterface interface {
 	// GetEngine The engine's version, uptime and backend, and the runtime processes on its database.
 	// (GET /api/v1/engine)
 	GetEngine(ctx context.Context, request GetEngineRequestObject) (GetEngineResponseObject, error)
+	// GetEvents Server-Sent Events: the interfaces' states and counts and the drain state, whenever they change.
+	// (GET /api/v1/events)
+	GetEvents(ctx context.Context, request GetEventsRequestObject) (GetEventsResponseObject, error)
 	// GetHealth Whether the engine answers (no credentials, for load balancers).
 	// (GET /api/v1/health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -2362,6 +2456,30 @@ func (sh *strictHandler) GetEngine(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetEngineResponseObject); ok {
 		if err := validResponse.VisitGetEngineResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEvents operation middleware
+func (sh *strictHandler) GetEvents(w http.ResponseWriter, r *http.Request) {
+	var request GetEventsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvents(ctx, request.(GetEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvents")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetEventsResponseObject); ok {
+		if err := validResponse.VisitGetEventsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

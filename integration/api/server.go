@@ -62,13 +62,18 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody bounds a request body (default 1 MiB).
 	MaxBody int64
+	// StreamsDone, when closed, ends every event stream (GET /events):
+	// close it when the server shuts down, which does not wait for streams.
+	StreamsDone <-chan struct{}
 }
 
 // server implements StrictServerInterface over the engine.
 type server struct {
-	eng Engine
-	acc *access.Store
-	log *slog.Logger
+	eng         Engine
+	acc         *access.Store
+	log         *slog.Logger
+	events      *hub
+	streamsDone <-chan struct{}
 }
 
 var _ StrictServerInterface = (*server)(nil)
@@ -85,7 +90,8 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{eng: cfg.Engine, acc: cfg.Access, log: cfg.Logger}
+	s := &server{eng: cfg.Engine, acc: cfg.Access, log: cfg.Logger, streamsDone: cfg.StreamsDone,
+		events: &hub{eng: cfg.Engine, log: cfg.Logger, every: eventsPoll}}
 	g, err := newGuard(doc, cfg.Access, cfg.MaxBody)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,8 @@ func (e *Engine) serveAPI(ctx context.Context, wg *sync.WaitGroup, errc chan<- e
 	if addr == "" {
 		return nil
 	}
-	h, err := api.New(api.Config{Engine: e, Access: e.access, Logger: e.log})
+	streamsDone := make(chan struct{})
+	h, err := api.New(api.Config{Engine: e, Access: e.access, Logger: e.log, StreamsDone: streamsDone})
 	if err != nil {
 		return err
 	}
@@ -31,6 +32,9 @@ func (e *Engine) serveAPI(ctx context.Context, wg *sync.WaitGroup, errc chan<- e
 		return fmt.Errorf("engine: the operator API cannot listen on %s (api.listen): %w", addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	// Shutdown waits for requests to finish, and an event stream never
+	// does: end the streams when it starts.
+	srv.RegisterOnShutdown(func() { close(streamsDone) })
 	e.mu.Lock()
 	e.apiAddr = ln.Addr().String()
 	e.mu.Unlock()
