@@ -29,7 +29,10 @@ type deliverArgs struct {
 }
 
 // laneState counts what a lane decided (kept small: the payloads live in
-// the message table).
+// the message table). A quarantine dead-letters its lane message, whose
+// turn commits no state, so quarantines are counted by the lanes' dead
+// rows (Host.BacklogByActor), not here; Held stays for the state stored
+// by older versions.
 type laneState struct {
 	Queued   int64 `json:"queued"`
 	Filtered int64 `json:"filtered"`
@@ -127,9 +130,7 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 		if err != nil {
 			// Sending cannot succeed however often it is retried: the
 			// delivery is quarantined, where an operator can edit and resend.
-			s.Held++
-			e.quarantined(ifaceName, destName, m.ID, err.Error())
-			return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: err.Error()}, nil
+			return msgstore.LaneResult{}, e.quarantine(ifaceName, destName, m.ID, err.Error(), err.Error())
 		}
 		if err := e.stageDelivery(c, dest, m, out, cs); err != nil {
 			return msgstore.LaneResult{}, err
@@ -148,19 +149,27 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 		return msgstore.LaneResult{}, fmt.Errorf("%w: %s", errTransient, res.Reason)
 	case script.KindRunaway:
 		e.noteStopped(ir) // the third in a row stops the interface
-		s.Held++
 		reason := "runaway script (" + res.Cause.String() + "): " + res.Reason
-		e.quarantined(ifaceName, destName, m.ID, reason)
-		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: reason}, nil
+		return msgstore.LaneResult{}, e.quarantine(ifaceName, destName, m.ID, reason, reason)
 	default: // quarantined
-		s.Held++
 		reason := res.Reason
 		if res.Stack != "" {
 			reason += "\n" + res.Stack
 		}
-		e.quarantined(ifaceName, destName, m.ID, res.Reason)
-		return msgstore.LaneResult{Status: msgstore.DeliveryQuarantined, Reason: reason}, nil
+		return msgstore.LaneResult{}, e.quarantine(ifaceName, destName, m.ID, res.Reason, reason)
 	}
+}
+
+// quarantine ends a lane message the lane quarantines (the transform's
+// quarantine(), a runaway, an output that cannot be encoded): it is
+// dead-lettered at once with the reason, like a send refused for good, so
+// every kind of quarantine is a dead row of the lane (counted by the
+// lanes' backlog, listed and discarded the same way) and the lane goes on
+// with its next message. logged is the reason for the log line (without a
+// script's stack).
+func (e *Engine) quarantine(iface, dest, msgID, logged, reason string) error {
+	e.quarantined(iface, dest, msgID, logged)
+	return actor.Permanent(errors.New(reason))
 }
 
 // stageDelivery stages the destination's send (or, for a route, the hop

@@ -135,7 +135,7 @@ func TestAPIResend(t *testing.T) {
 		recv.fail.Store(0)
 		h1, d := sendStored(t, base, op, mllpAddr, "H1", "HOLD", "quarantined")
 		if d.Reason == nil || !strings.HasPrefix(*d.Reason, "held for review") {
-			t.Fatalf("H1's quarantine: %+v (%v)", d, d.Reason)
+			t.Fatalf("H1's quarantine: %+v (%q)", d, *d.Reason)
 		}
 		for _, c := range []string{"B1", "C1"} {
 			if ack := sendOne(t, mllpAddr, hl7With(c, "K", "")); ack.Code != "AA" {
@@ -148,8 +148,8 @@ func TestAPIResend(t *testing.T) {
 			callJSON(t, base, op, "GET", "/api/v1/interfaces", "", 200, &list)
 			return list.Interfaces[0].Destinations[0].Quarantined
 		}
-		if q := quarantined(); q != 1 {
-			t.Fatalf("quarantined count %d before the resends, want 1 (A1's send; a transform's quarantine is not counted)", q)
+		if q := quarantined(); q != 2 {
+			t.Fatalf("quarantined count %d before the resends, want 2 (A1's send, H1's transform)", q)
 		}
 
 		if st, b := call(t, base, viewer, "POST", "/api/v1/messages/"+a1+"/resend", ""); st != 403 {
@@ -259,10 +259,13 @@ func TestAPIDismiss(t *testing.T) {
 			d.DismissedBy == nil || *d.DismissedBy != "op" || d.DismissedAt == nil || time.Since(*d.DismissedAt) > time.Minute {
 			t.Fatalf("a dismissed message: %+v (delivery %+v)", m, d)
 		}
-		var list api.InterfaceList
-		callJSON(t, base, op, "GET", "/api/v1/interfaces", "", 200, &list)
-		if q := list.Interfaces[0].Destinations[0].Quarantined; q != 0 {
-			t.Fatalf("quarantined count %d after the dismissal, want 0", q)
+		quarantined := func() int64 {
+			var list api.InterfaceList
+			callJSON(t, base, op, "GET", "/api/v1/interfaces", "", 200, &list)
+			return list.Interfaces[0].Destinations[0].Quarantined
+		}
+		if q := quarantined(); q != 1 {
+			t.Fatalf("quarantined count %d after D1's dismissal, want 1 (D2)", q)
 		}
 		if st, b := call(t, base, op, "POST", "/api/v1/messages/"+d1+"/dismiss", `{"reason":"again"}`); st != 409 {
 			t.Fatalf("a second dismissal: %d %s; want 409", st, b)
@@ -275,6 +278,9 @@ func TestAPIDismiss(t *testing.T) {
 		// the transform runs again (and passes) and the dismissal is gone.
 		callJSON(t, base, op, "POST", "/api/v1/messages/"+d2+"/dismiss", `{"reason":"test patient","destinations":["out"]}`, 200, &got)
 		waitDelivery(t, base, op, d2, "dismissed")
+		if q := quarantined(); q != 0 {
+			t.Fatalf("quarantined count %d after both dismissals, want 0", q)
+		}
 		var r api.Resent
 		callJSON(t, base, op, "POST", "/api/v1/messages/"+d2+"/resend", `{"destinations":["out"]}`, 200, &r)
 		if len(r.Deliveries) != 1 || r.Deliveries[0] != (api.ResentDelivery{Destination: "out", Was: "dismissed", Placement: api.LaneTail}) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ductus/ductus/integration/ixstore"
@@ -108,7 +109,7 @@ func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliverySta
 	case store.MessagePending:
 		return out
 	case store.MessageDead:
-		out.Status, out.Reason, out.StoppedAt, out.LaneDead = DeliveryQuarantined, st.Error, StoppedAtLane, true
+		out.Status, out.Reason, out.StoppedAt, out.LaneDead = DeliveryQuarantined, laneError(st.Error), StoppedAtLane, true
 		return out
 	case store.MessageMissing:
 		out.Status, out.Reason = DeliveryPending, "the lane message is gone (pruned)"
@@ -124,6 +125,8 @@ func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliverySta
 	case DeliveryFiltered:
 		out.Status, out.Reason = r.Status, r.Reason
 	case DeliveryQuarantined:
+		// A lane message an older version completed as quarantined (now
+		// a quarantine dead-letters it).
 		out.Status, out.Reason, out.StoppedAt = r.Status, r.Reason, StoppedAtLane
 	case "queued":
 		out.Attempts = fx.Attempts
@@ -137,6 +140,16 @@ func status(d Delivery, st store.MessageStatus, fx store.EffectInfo) DeliverySta
 		}
 	}
 	return out
+}
+
+// laneError is a dead lane message's error without the runtime's
+// "actor: <lane> message "deliver" failed: " (actor.HandlerError's text),
+// which names the lane rather than the reason an operator needs.
+func laneError(s string) string {
+	if _, rest, ok := strings.Cut(s, ` message "deliver" failed: `); ok && strings.HasPrefix(s, "actor: ") {
+		return rest
+	}
+	return s
 }
 
 // Settled is a message's overall status from its deliveries: pending while
