@@ -98,17 +98,28 @@ destinations:
 		if st, b := call(t, base, op, "DELETE", "/api/v1/drain", ""); st != 409 {
 			t.Fatalf("opening open gates: %d %s", st, b)
 		}
-		testutil.Eventually(t, 10*time.Second, "the MLLP listener to listen again", func() bool {
-			c, err := net.DialTimeout("tcp", mllpAddr, time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		})
+		listening := func() {
+			t.Helper()
+			testutil.Eventually(t, 10*time.Second, "the MLLP listener to listen again", func() bool {
+				c, err := net.DialTimeout("tcp", mllpAddr, time.Second)
+				if err == nil {
+					c.Close()
+				}
+				return err == nil
+			})
+		}
+		listening()
 		sendStored(t, base, op, mllpAddr, "M2", "K", "sent")
 		if st, _, b := post(); st != 202 {
 			t.Fatalf("the HTTP source after the drain: %d %s", st, b)
 		}
+
+		// A drain cancelled at once still leaves the MLLP source
+		// listening (its server's shutdown may end after the cancel).
+		drain(op, "POST", "", 200)
+		drain(op, "DELETE", "", 200)
+		listening()
+		sendStored(t, base, op, mllpAddr, "M3", "K", "sent")
 
 		// With stop, the engine ends once drained.
 		drain(op, "POST", `{"stop":true}`, 200)

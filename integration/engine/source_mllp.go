@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ductus/ductus/integration/hl7"
@@ -28,6 +29,9 @@ type mllpSource struct {
 	mu  sync.Mutex
 	ln  net.Listener
 	srv *mllpnet.Server
+	// gated: the server was shut down by a drain (not by a failure), so
+	// run listens again once the gate opens, however soon that is.
+	gated atomic.Bool
 }
 
 func (e *Engine) newMLLPSource(ir *ifaceRuntime) (source, error) {
@@ -74,6 +78,10 @@ func (s *mllpSource) closeListener() { ln, _ := s.current(); ln.Close() }
 // once, messages in flight are answered.
 func (s *mllpSource) closeGate() {
 	_, srv := s.current()
+	s.gated.Store(true)
+	// The listener is closed when the drain's call returns; the messages
+	// in flight are answered after.
+	srv.StopAccepting()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -90,7 +98,7 @@ func (s *mllpSource) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !errors.Is(err, mllpnet.ErrServerClosed) || !s.e.drain.gateClosed() {
+		if !errors.Is(err, mllpnet.ErrServerClosed) || !s.gated.Swap(false) {
 			return err
 		}
 		// Closed for a drain: listen again, on the address it had, once

@@ -290,6 +290,12 @@ func (s *Server) stop(force bool) {
 	}
 }
 
+// StopAccepting closes the listener and asks idle connections to end, at
+// once, without waiting: the first half of Shutdown, for a caller that
+// must know no new connection is accepted before it goes on (and calls
+// Shutdown to wait for the rest).
+func (s *Server) StopAccepting() { s.stop(false) }
+
 // Shutdown stops the server gracefully: the listener closes, connections
 // waiting for a frame close, a handler already running finishes and its
 // ACK is written before its connection closes. It returns when every
