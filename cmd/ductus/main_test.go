@@ -205,4 +205,38 @@ func TestDevWalkthrough(t *testing.T) {
 	if code := run(ctx, []string{"drain", "-cancel"}, &dOut, &dErr); code != 1 || !strings.Contains(dErr.String(), "not draining") {
 		t.Fatalf("ductus drain -cancel with open gates exited %d\n%s%s", code, dOut.String(), dErr.String())
 	}
+
+	// The operator's actions from a shell: a pause shows in status until
+	// the resume; bad arguments and unknown messages say what is wrong.
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in stdout (code 0) or stderr
+	}{
+		{[]string{"pause", "-reason", "EMR upgrade", "adt", "emr"}, 0, "paused by"},
+		{[]string{"status"}, 0, "EMR upgrade"},
+		{[]string{"pause", "-reason", "again", "adt", "emr"}, 1, "paused already"},
+		{[]string{"resume", "adt", "emr"}, 0, "resumed"},
+		{[]string{"resume", "adt", "emr"}, 1, "not paused"},
+		{[]string{"pause", "adt", "emr"}, 2, "usage: ductus pause"},
+		{[]string{"pause", "-reason", "x", "adt", "nope"}, 1, "nope"},
+		{[]string{"resend"}, 2, "usage: ductus resend"},
+		{[]string{"resend", "0190-nope"}, 1, "0190-nope"},
+		{[]string{"dismiss", "0190-nope"}, 2, "usage: ductus dismiss"},
+		{[]string{"dismiss", "-reason", "x", "0190-nope"}, 1, "0190-nope"},
+	} {
+		var out, errOut testutil.SyncBuffer
+		code := run(ctx, c.args, &out, &errOut)
+		got := out.String()
+		if c.code != 0 {
+			got = errOut.String()
+		}
+		if code != c.code || !strings.Contains(got, c.want) {
+			t.Fatalf("ductus %v exited %d (want %d)\n%s%s\nwant %q", c.args, code, c.code, out.String(), errOut.String(), c.want)
+		}
+	}
+	var sOut, sErr testutil.SyncBuffer
+	if code := run(ctx, []string{"status"}, &sOut, &sErr); code != 0 || strings.Contains(sOut.String(), "EMR upgrade") {
+		t.Fatalf("ductus status after the resume exited %d\n%s%s", code, sOut.String(), sErr.String())
+	}
 }

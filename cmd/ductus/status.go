@@ -31,7 +31,8 @@ func apiGet(ctx context.Context, base, path string, v any) error {
 	return apiCall(ctx, http.MethodGet, base, path, "", v)
 }
 
-// apiCall is apiGet with a method and a JSON body ("" for none).
+// apiCall is apiGet with a method and a JSON body ("" for none); any 2xx
+// is success, and v may be nil for an answer without a body.
 func apiCall(ctx context.Context, method, base, path, reqBody string, v any) error {
 	token, err := tokenFromEnv()
 	if err != nil {
@@ -63,12 +64,15 @@ func apiCall(ctx context.Context, method, base, path, reqBody string, v any) err
 	if err != nil {
 		return fmt.Errorf("reading the answer of %s: %w", base, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var e api.Error
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			return fmt.Errorf("the engine at %s refused (%s): %s", base, resp.Status, e.Error)
 		}
 		return fmt.Errorf("the engine at %s answered %s", base, resp.Status)
+	}
+	if v == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("the answer of %s is not what this ductus expects (another version?): %w", base, err)
@@ -93,17 +97,21 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INTERFACE\tSTATE\tDESTINATION\tTYPE\tPENDING\tQUARANTINED")
+	fmt.Fprintln(tw, "INTERFACE\tSTATE\tDESTINATION\tTYPE\tPENDING\tQUARANTINED\tPAUSED")
 	for _, in := range list.Interfaces {
 		if len(in.Destinations) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", in.Name, in.State)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\n", in.Name, in.State)
 		}
 		for i, d := range in.Destinations {
 			name, state := in.Name, string(in.State)
 			if i > 0 {
 				name, state = "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", name, state, d.Name, d.Type, d.Pending, d.Quarantined)
+			paused := "-"
+			if d.Paused != nil {
+				paused = fmt.Sprintf("by %s since %s: %s", d.Paused.By, d.Paused.At.Local().Format("2006-01-02 15:04"), d.Paused.Reason)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, state, d.Name, d.Type, d.Pending, d.Quarantined, paused)
 		}
 	}
 	return tw.Flush()
