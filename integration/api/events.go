@@ -87,15 +87,11 @@ func (h *hub) poll(ctx context.Context) {
 }
 
 func (h *hub) state(ctx context.Context) ([]byte, error) {
-	ifs, err := h.eng.Interfaces(ctx)
+	st, err := h.eng.State(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.eng.DrainStatus(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(State{Interfaces: ifs, Drain: d})
+	return json.Marshal(st)
 }
 
 func (h *hub) broadcast(b []byte) {

@@ -51,6 +51,9 @@ type Engine interface {
 	StopDrain(ctx context.Context) (Drain, error)
 	// DrainStatus is the drain state.
 	DrainStatus(ctx context.Context) (Drain, error)
+	// State is Interfaces and DrainStatus together, from one read (what
+	// GET /events sends).
+	State(ctx context.Context) (State, error)
 	// Gatherer is the engine's Prometheus registry.
 	Gatherer() prometheus.Gatherer
 }

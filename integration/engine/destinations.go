@@ -63,7 +63,7 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 					if err := json.Unmarshal(raw, &a); err != nil {
 						return nil, actor.Permanent(fmt.Errorf("send arguments: %w", err))
 					}
-					if _, paused := e.paused.get(dest.Interface, dest.Name); paused {
+					if _, paused := e.paused.get(destKey(dest.Interface, dest.Name)); paused {
 						// Held, not attempted: it keeps its place and
 						// its attempts until the destination resumes.
 						return nil, &host.NotAttemptedError{RetryAfter: pauseRefresh, Err: errPaused}

@@ -45,7 +45,6 @@ type drainState struct {
 	since    time.Time
 	stop     bool          // stop the engine once drained
 	opened   chan struct{} // closed when the gate opens again
-	drained  time.Time     // when it was first seen drained (zero: not yet)
 	watching bool
 
 	inflight atomic.Int64 // intakes in progress
@@ -88,7 +87,7 @@ func (e *Engine) StartDrain(ctx context.Context, stop bool) (api.Drain, error) {
 	d.mu.Lock()
 	first := !d.closed
 	if first {
-		d.closed, d.since, d.opened, d.drained = true, time.Now().UTC(), make(chan struct{}), time.Time{}
+		d.closed, d.since, d.opened = true, time.Now().UTC(), make(chan struct{})
 	}
 	d.stop = d.stop || stop
 	watch := !d.watching
@@ -106,7 +105,7 @@ func (e *Engine) StartDrain(ctx context.Context, stop bool) (api.Drain, error) {
 		e.log.Info("draining: the gates are closed", "stop_when_drained", stop)
 	}
 	if watch {
-		go e.watchDrain()
+		go e.watchDrain(e.runCtx)
 	}
 	return e.DrainStatus(ctx)
 }
@@ -119,7 +118,7 @@ func (e *Engine) StopDrain(ctx context.Context) (api.Drain, error) {
 		d.mu.Unlock()
 		return api.Drain{}, fmt.Errorf("%w: the engine is not draining", api.ErrConflict)
 	}
-	d.closed, d.stop, d.drained = false, false, time.Time{}
+	d.closed, d.stop = false, false
 	close(d.opened)
 	d.mu.Unlock()
 	e.log.Info("drain cancelled: the gates are open")
@@ -128,46 +127,52 @@ func (e *Engine) StopDrain(ctx context.Context) (api.Drain, error) {
 
 // DrainStatus implements api.Engine.
 func (e *Engine) DrainStatus(ctx context.Context) (api.Drain, error) {
-	pending, held, err := e.pendingWork(ctx)
+	ifs, err := e.Interfaces(ctx)
 	if err != nil {
 		return api.Drain{}, err
+	}
+	return e.drainStatus(ifs), nil
+}
+
+// State implements api.Engine: the interfaces and the drain from one read
+// of the lanes' backlog.
+func (e *Engine) State(ctx context.Context) (api.State, error) {
+	ifs, err := e.Interfaces(ctx)
+	if err != nil {
+		return api.State{}, err
+	}
+	return api.State{Interfaces: ifs, Drain: e.drainStatus(ifs)}, nil
+}
+
+// drainStatus is the drain state with the pending work of ifs: outside
+// paused destinations (what a drain waits for) and in them.
+func (e *Engine) drainStatus(ifs []api.Interface) api.Drain {
+	var pending, paused int64
+	for _, in := range ifs {
+		for _, d := range in.Destinations {
+			if d.Paused != nil {
+				paused += d.Pending
+			} else {
+				pending += d.Pending
+			}
+		}
 	}
 	d := &e.drain
 	inflight := d.inflight.Load()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := api.Drain{Draining: d.closed, InFlight: inflight, Pending: pending, PausedPending: held, StopWhenDrained: d.stop}
+	out := api.Drain{Draining: d.closed, InFlight: inflight, Pending: pending, PausedPending: paused, StopWhenDrained: d.stop}
 	if d.closed {
 		since := d.since
 		out.Since = &since
 		out.Drained = inflight == 0 && pending == 0
-		if out.Drained && d.drained.IsZero() {
-			d.drained = time.Now().UTC()
-		}
 	}
-	return out, nil
+	return out
 }
 
-// pendingWork is the lanes' pending messages and sends, outside paused
-// destinations and in them.
-func (e *Engine) pendingWork(ctx context.Context) (pending, paused int64, err error) {
-	counts, err := e.laneCounts(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	for key, c := range counts {
-		if e.paused.has(key) {
-			paused += c.pending
-		} else {
-			pending += c.pending
-		}
-	}
-	return pending, paused, nil
-}
-
-// watchDrain checks a drain until it ends: cancelled, or drained (then,
-// with stop, it stops the engine).
-func (e *Engine) watchDrain() {
+// watchDrain checks a drain until it ends: cancelled, drained (then, with
+// stop, it stops the engine), or the engine stopped (ctx, Run's).
+func (e *Engine) watchDrain(ctx context.Context) {
 	t := time.NewTicker(drainPoll)
 	defer t.Stop()
 	defer func() {
@@ -176,11 +181,16 @@ func (e *Engine) watchDrain() {
 		e.drain.mu.Unlock()
 	}()
 	logged := false
-	for range t.C {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		if !e.drain.gateClosed() {
 			return
 		}
-		st, err := e.DrainStatus(context.Background())
+		st, err := e.DrainStatus(ctx)
 		if err != nil {
 			e.log.Warn("draining: could not count the pending work", "err", err)
 			continue
@@ -194,13 +204,8 @@ func (e *Engine) watchDrain() {
 			logged = true
 		}
 		if st.StopWhenDrained {
-			e.mu.Lock()
-			stop := e.stopRun
-			e.mu.Unlock()
-			if stop != nil {
-				e.log.Info("drained; stopping as asked")
-				stop()
-			}
+			e.log.Info("drained; stopping as asked")
+			e.stopRun()
 			return
 		}
 	}

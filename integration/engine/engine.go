@@ -86,12 +86,15 @@ type Engine struct {
 	access    *access.Store
 	paused    pauses     // the paused destinations (pause.go)
 	drain     drainState // the sources' gate (drain.go)
+	// runCtx and stopRun are Run's context and its cancel (a drain with
+	// stop ends Run); set before the API serves, which alone uses them.
+	runCtx  context.Context
+	stopRun context.CancelFunc
 
 	mu        sync.Mutex
 	sources   []source
 	listening bool // every source's listener is bound
 	apiAddr   string
-	stopRun   context.CancelFunc // ends Run (a drain with stop)
 }
 
 // ifaceRuntime is an interface with what the engine compiled for it.
@@ -290,9 +293,7 @@ func (e *Engine) Metrics() *prometheus.Registry { return e.reg }
 func (e *Engine) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e.mu.Lock()
-	e.stopRun = cancel
-	e.mu.Unlock()
+	e.runCtx, e.stopRun = ctx, cancel
 	if err := e.rt.Start(ctx); err != nil {
 		return err
 	}

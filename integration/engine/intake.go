@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ductus/ductus/actor"
-	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/runtime/store"
@@ -175,7 +174,7 @@ type pendingRec struct {
 // and sets each request's out. It returns the actors the transaction
 // queued to.
 func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, error) {
-	tx, err := e.be.Begin(ctx, store.TxOptions{Relaxed: e.proj.Engine.Durability == config.DurabilityRelaxed})
+	tx, err := e.begin(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,9 @@ import (
 )
 
 // queueCollector exports the destinations' queues and the engine's gate at
-// scrape time: one query over the lanes' backlog (Host.BacklogByActor,
-// whose cost grows with what is pending or dead, not with history) per
-// scrape, and nothing between scrapes.
+// scrape time, from what /interfaces answers: one query over the lanes'
+// backlog (Host.BacklogByActor, whose cost grows with what is pending or
+// dead, not with history) per scrape, and nothing between scrapes.
 type queueCollector struct{ e *Engine }
 
 var (
@@ -51,24 +51,20 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(inFlightDesc, float64(e.drain.inflight.Load()))
 	ctx, cancel := context.WithTimeout(context.Background(), queueScrapeTimeout)
 	defer cancel()
-	counts, err := e.laneCounts(ctx)
+	ifs, err := e.Interfaces(ctx)
 	if err != nil {
 		// The scrape says it failed rather than report zeros.
 		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
 		return
 	}
-	for _, in := range e.proj.Interfaces {
+	for _, in := range ifs {
 		for _, d := range in.Destinations {
-			var pending, quarantined float64
-			if c := counts[in.Name+"/"+d.Name]; c != nil {
-				pending, quarantined = float64(c.pending), float64(c.quarantined)
-			}
 			paused := 0.0
-			if e.paused.has(in.Name + "/" + d.Name) {
+			if d.Paused != nil {
 				paused = 1
 			}
-			gauge(pendingDesc, pending, in.Name, d.Name)
-			gauge(quarantinedDesc, quarantined, in.Name, d.Name)
+			gauge(pendingDesc, float64(d.Pending), in.Name, d.Name)
+			gauge(quarantinedDesc, float64(d.Quarantined), in.Name, d.Name)
 			gauge(pausedDesc, paused, in.Name, d.Name)
 		}
 	}

@@ -62,12 +62,12 @@ func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
 			it.LastRunaway = &st.LastRunaway
 		}
 		for _, d := range in.Destinations {
-			c := counts[in.Name+"/"+d.Name]
+			c := counts[destKey(in.Name, d.Name)]
 			if c == nil {
 				c = &destCounts{}
 			}
 			ad := api.Destination{Name: d.Name, Type: string(d.Type), Pending: c.pending, Quarantined: c.quarantined}
-			if p, ok := e.paused.get(in.Name, d.Name); ok {
+			if p, ok := e.paused.get(destKey(in.Name, d.Name)); ok {
 				v := pauseView(p)
 				ad.Paused = &v
 			}

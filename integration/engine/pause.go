@@ -45,31 +45,30 @@ type pauses struct {
 	m  map[string]ixstore.Pause
 }
 
-func (p *pauses) get(iface, dest string) (ixstore.Pause, bool) {
+// destKey names a destination in the pauses and the lanes' counts (a lane
+// actor's ID less its "/<lane>").
+func destKey(iface, dest string) string { return iface + "/" + dest }
+
+// get is the pause of the destination destKey names, if it is paused.
+func (p *pauses) get(key string) (ixstore.Pause, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, ok := p.m[iface+"/"+dest]
+	v, ok := p.m[key]
 	return v, ok
 }
 
-// has reports whether "<interface>/<destination>" is paused.
-func (p *pauses) has(key string) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	_, ok := p.m[key]
-	return ok
-}
-
+// set replaces every pause with all.
 func (p *pauses) set(all []ixstore.Pause) {
 	m := make(map[string]ixstore.Pause, len(all))
 	for _, v := range all {
-		m[v.Interface+"/"+v.Destination] = v
+		m[destKey(v.Interface, v.Destination)] = v
 	}
 	p.mu.Lock()
 	p.m = m
 	p.mu.Unlock()
 }
 
+// put records a pause, or (paused false) its end.
 func (p *pauses) put(v ixstore.Pause, paused bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -77,9 +76,9 @@ func (p *pauses) put(v ixstore.Pause, paused bool) {
 		p.m = map[string]ixstore.Pause{}
 	}
 	if paused {
-		p.m[v.Interface+"/"+v.Destination] = v
+		p.m[destKey(v.Interface, v.Destination)] = v
 	} else {
-		delete(p.m, v.Interface+"/"+v.Destination)
+		delete(p.m, destKey(v.Interface, v.Destination))
 	}
 }
 
@@ -186,7 +185,7 @@ func (e *Engine) PauseDestination(ctx context.Context, iface, dest, by, reason s
 		return api.Pause{}, fmt.Errorf("engine: record the pause of %s/%s: %w", iface, dest, err)
 	}
 	if !ok {
-		if cur, known := e.paused.get(iface, dest); known {
+		if cur, known := e.paused.get(destKey(iface, dest)); known {
 			return api.Pause{}, fmt.Errorf("%w: %s/%s is paused already, by %s at %s: %s", api.ErrConflict, iface, dest, cur.By, cur.At.Format(time.RFC3339), cur.Reason)
 		}
 		return api.Pause{}, fmt.Errorf("%w: %s/%s is paused already", api.ErrConflict, iface, dest)

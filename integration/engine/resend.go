@@ -3,13 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/api"
-	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/msgstore"
-	"github.com/ductus/ductus/runtime/store"
 )
 
 // Resend implements api.Engine: an operator's resend of a message's
@@ -40,7 +37,13 @@ func (e *Engine) Resend(ctx context.Context, id string, dests []string) ([]api.R
 	if err != nil {
 		return nil, err
 	}
-	picked, err := pickResends(m, ds, dests)
+	picked, err := pickDeliveries(id, ds, dests, "resend", " (name destinations to replay sent ones)",
+		func(d msgstore.DeliveryStatus) string {
+			if d.Status == msgstore.DeliveryPending {
+				return "is still pending"
+			}
+			return ""
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -85,42 +88,12 @@ func (e *Engine) Resend(ctx context.Context, id string, dests []string) ([]api.R
 	return out, nil
 }
 
-// pickResends chooses the deliveries a resend acts on: the named ones
-// (each must exist and be final), else every quarantined one.
-func pickResends(m *msgstore.Message, ds []msgstore.DeliveryStatus, dests []string) ([]msgstore.DeliveryStatus, error) {
-	if len(dests) == 0 {
-		var out []msgstore.DeliveryStatus
-		for _, d := range ds {
-			if d.Status == msgstore.DeliveryQuarantined {
-				out = append(out, d)
-			}
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("%w: message %s has no quarantined delivery to resend (name destinations to replay sent ones)", api.ErrConflict, m.ID)
-		}
-		return out, nil
-	}
-	var out []msgstore.DeliveryStatus
-	for _, name := range dests {
-		i := slices.IndexFunc(ds, func(d msgstore.DeliveryStatus) bool { return d.Destination == name })
-		if i < 0 {
-			return nil, fmt.Errorf("%w: message %s has no delivery to destination %q", actor.ErrNotFound, m.ID, name)
-		}
-		if ds[i].Status == msgstore.DeliveryPending {
-			return nil, fmt.Errorf("%w: the delivery of %s to %s is still pending", api.ErrConflict, m.ID, name)
-		}
-		out = append(out, ds[i])
-	}
-	return out, nil
-}
-
 // requeue queues a new lane message for each delivery, at the tail of
 // the lane its key maps to now, and links the delivery to it, in one
-// transaction. A dead-lettered lane message it replaces is then discarded,
-// so the destination's quarantined count drops; should that fail, the
-// resend stands and the stale dead letter only inflates the count.
+// transaction. A dead-lettered lane message it replaces is then discarded
+// (discardDead).
 func (e *Engine) requeue(ctx context.Context, ir *ifaceRuntime, m *msgstore.Message, ds []msgstore.DeliveryStatus) error {
-	tx, err := e.be.Begin(ctx, store.TxOptions{Relaxed: e.proj.Engine.Durability == config.DurabilityRelaxed})
+	tx, err := e.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -150,9 +123,7 @@ func (e *Engine) requeue(ctx context.Context, ir *ifaceRuntime, m *msgstore.Mess
 	e.rt.Notify(pks)
 	for _, d := range ds {
 		if d.LaneDead {
-			if _, err := e.rt.DiscardDeadLetter(ctx, actor.MessageID(d.LaneMessageID)); err != nil {
-				e.log.Warn("resend: the replaced dead letter stays", "message", m.ID, "destination", d.Destination, "err", err)
-			}
+			e.discardDead(ctx, m.ID, d)
 		}
 	}
 	return nil
