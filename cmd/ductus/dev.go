@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -74,10 +77,15 @@ func devCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
+		password, err := devAccount(ctx, e.Access())
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(stdout, `  the operator API:     http://%[1]s/api/v1/ (admin token %[2]s, with payloads and audit)
                         export DUCTUS_API=http://%[1]s DUCTUS_TOKEN=%[3]s
                         ductus status
-`, proj.Engine.API.Listen, tok.ID, secret)
+  sign in:              account dev, password %[4]s (admin, payloads and audit; a new one each start)
+`, proj.Engine.API.Listen, tok.ID, secret, password)
 		return nil
 	})
 }
@@ -138,4 +146,17 @@ func generated(p string, dir bool) bool {
 		return true // a file waiting to be picked up
 	}
 	return false
+}
+
+// devAccount makes the development admin account "dev", or gives it a
+// fresh password when it exists, and returns the password.
+func devAccount(ctx context.Context, acc *access.Store) (string, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (it panics first)
+	password := hex.EncodeToString(b)
+	_, err := acc.CreateUser(ctx, cliPrincipal(), access.NewUser{Name: "dev", Password: password, Role: access.Admin, Perms: access.AllPerms})
+	if errors.Is(err, access.ErrTaken) {
+		err = acc.SetPassword(ctx, cliPrincipal(), "dev", password, false)
+	}
+	return password, err
 }

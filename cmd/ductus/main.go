@@ -7,6 +7,7 @@
 //	ductus validate <project>   check a project without touching a database
 //	ductus migrate <project>    create or upgrade the project's database schema
 //	ductus status               a running engine's interfaces and queues, through its API
+//	ductus user ...             create, list, disable or enable accounts, set passwords (on the server)
 //	ductus token ...            create, list or revoke API tokens (on the server, no API needed)
 //	ductus api-spec             print the operator API's OpenAPI document
 //	ductus send ...             send HL7 messages over MLLP (a test tool)
@@ -45,6 +46,7 @@ func commands() []command {
 		{"resume", "resume a paused destination", resumeCmd},
 		{"resend", "resend a message's quarantined deliveries (or -dest: replay those destinations)", resendCmd},
 		{"dismiss", "dismiss a message's quarantined deliveries, with a reason", dismissCmd},
+		{"user", "create, list or disable accounts, or set a password, on the server: ductus user create|list|passwd|disable|enable <project-dir> [name]", userCmd},
 		{"token", "create, list or revoke API tokens on the server: ductus token create|list|revoke <project-dir>", tokenCmd},
 		{"api-spec", "print the operator API's OpenAPI document", apiSpecCmd},
 		{"send", "send HL7 v2 messages over MLLP and count the ACKs", sendCmd},

@@ -56,7 +56,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer be.Close()
-	acc := access.New(be.EngineStore())
+	acc := access.New(be.EngineStore(), access.Policy{})
 	by := cliPrincipal()
 	switch args[0] {
 	case "create":

@@ -3,6 +3,7 @@ package access
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Ways a principal reached the engine (AuditEntry.Via).
@@ -21,6 +22,13 @@ type Principal struct {
 	Role    Role
 	Perms   Perms
 	Address string // the caller's address ("" from the CLI)
+	// Session is the hash of the caller's session (ViaSession), and
+	// SessionExpires its absolute end.
+	Session        string
+	SessionExpires time.Time
+	// MustChange: the user's password was chosen by someone else, and
+	// only operations marked DuringPasswordChange are allowed.
+	MustChange bool
 }
 
 // ErrUnauthenticated is a call without valid credentials (HTTP 401).
@@ -38,7 +46,10 @@ func Check(p *Principal, op string, rule Rule) error {
 		return nil
 	}
 	if p == nil || p.Role == RoleNone {
-		return fmt.Errorf("%w: %s needs a bearer token (Authorization: Bearer dux_...)", ErrUnauthenticated, op)
+		return fmt.Errorf("%w: %s needs a bearer token (Authorization: Bearer dux_...) or a signed-in session", ErrUnauthenticated, op)
+	}
+	if p.MustChange && !rule.DuringPasswordChange {
+		return fmt.Errorf("%w: %s must change the password an admin chose before anything else (POST /api/v1/me/password)", ErrPasswordChange, p.Name)
 	}
 	if p.Role < rule.Role {
 		return fmt.Errorf("%w: %s needs the %s role; %s is %s", ErrForbidden, op, rule.Role, p.Name, p.Role)

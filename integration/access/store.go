@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,13 +16,23 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
-// Store keeps tokens and the audit log in the engine's database.
+// Store keeps accounts, sessions, tokens and the audit log in the
+// engine's database.
 type Store struct {
-	ix ixstore.Store
+	ix      ixstore.Store
+	policy  Policy
+	hashers chan struct{} // a slot per password hash running
+	dummy   struct {
+		once sync.Once
+		hash string
+	} // a hash verified for unknown names (see Login)
 }
 
-// New returns a Store over the engine's store.
-func New(ix ixstore.Store) *Store { return &Store{ix: ix} }
+// New returns a Store over the engine's store; zero fields of p take
+// their defaults.
+func New(ix ixstore.Store, p Policy) *Store {
+	return &Store{ix: ix, policy: p.withDefaults(), hashers: make(chan struct{}, hashSlots())}
+}
 
 // NewToken is a token to create.
 type NewToken struct {
@@ -44,6 +55,11 @@ func (s *Store) CreateToken(ctx context.Context, by *Principal, nt NewToken) (ix
 	}
 	if nt.Role < Viewer || nt.Role > Admin {
 		return ixstore.Token{}, "", fmt.Errorf("%w: a token needs a role (viewer, operator or admin)", actor.ErrInvalidArguments)
+	}
+	if nt.Owner != "" {
+		if _, err := s.User(ctx, nt.Owner); err != nil {
+			return ixstore.Token{}, "", fmt.Errorf("%w: the token's owner: %v", actor.ErrInvalidArguments, err)
+		}
 	}
 	secret := newSecret()
 	tok := ixstore.Token{
@@ -123,6 +139,19 @@ func (s *Store) Authenticate(ctx context.Context, token, address string) (*Princ
 	perms, err := ParsePerms(tok.Perms)
 	if err != nil {
 		return nil, fmt.Errorf("%w: token %s: %v", ErrUnauthenticated, tok.ID, err)
+	}
+	if tok.Owner != "" {
+		// A user's token acts as that user at most, and stops with them.
+		u, found, err := s.ix.UserGet(ctx, &ixstore.UserGetParams{Name: tok.Owner})
+		if err != nil {
+			return nil, fmt.Errorf("access: read the account %s: %w", tok.Owner, err)
+		}
+		if !found || u.Disabled {
+			return nil, fmt.Errorf("%w: token %s belongs to %s, whose account is disabled", ErrUnauthenticated, tok.ID, tok.Owner)
+		}
+		if role, perms, err = lower(role, perms, u); err != nil {
+			return nil, fmt.Errorf("%w: token %s: %v", ErrUnauthenticated, tok.ID, err)
+		}
 	}
 	return &Principal{Name: tok.Name, Via: ViaToken, TokenID: tok.ID, Role: role, Perms: perms, Address: address}, nil
 }

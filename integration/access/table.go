@@ -12,6 +12,9 @@ type Rule struct {
 	// Audited operations write an audit row before they answer, even
 	// when they only read (payloads, the audit log itself is not).
 	Audited bool
+	// DuringPasswordChange operations are open to a session that must
+	// change its password first (who am I, sign out, change it).
+	DuringPasswordChange bool
 }
 
 // Table is the access table: every operation of the API (by the
@@ -22,13 +25,17 @@ var Table = map[string]Rule{
 	"getHealth":         {Public: true},
 	"getOpenAPI":        {Public: true},
 	"getEngine":         {Role: Viewer},
-	"whoAmI":            {Role: Viewer},
+	"whoAmI":            {Role: Viewer, DuringPasswordChange: true},
 	"listInterfaces":    {Role: Viewer},
 	"listMessages":      {Role: Viewer},
 	"getMessage":        {Role: Viewer},
+	"listQuarantine":    {Role: Viewer},
 	"getMessagePayload": {Role: Viewer, Perm: Payloads, Audited: true},
 	"resendMessage":     {Role: Operator, Audited: true},
 	"dismissMessage":    {Role: Operator, Audited: true},
+	// Editing shows the payload and writes a new one: the payloads
+	// permission as well.
+	"editMessage":       {Role: Operator, Perm: Payloads, Audited: true},
 	"pauseDestination":  {Role: Operator, Audited: true},
 	"resumeDestination": {Role: Operator, Audited: true},
 	"getDrain":          {Role: Viewer},
@@ -40,4 +47,14 @@ var Table = map[string]Rule{
 	"listTokens":        {Role: Admin},
 	"createToken":       {Role: Admin, Audited: true},
 	"revokeToken":       {Role: Admin, Audited: true},
+	// Sign-in is public: the credentials are in the body. Its audit row
+	// is written by Login, whatever the outcome.
+	"createSession":       {Public: true},
+	"deleteSession":       {Role: Viewer, Audited: true, DuringPasswordChange: true},
+	"deleteOtherSessions": {Role: Viewer, Audited: true},
+	"changePassword":      {Role: Viewer, Audited: true, DuringPasswordChange: true},
+	"listUsers":           {Role: Admin},
+	"createUser":          {Role: Admin, Audited: true},
+	"updateUser":          {Role: Admin, Audited: true},
+	"resetPassword":       {Role: Admin, Audited: true},
 }

@@ -183,6 +183,45 @@ func (e NewTokenRole) Valid() bool {
 	}
 }
 
+// Defines values for NewUserPermissions.
+const (
+	NewUserPermissionsAudit    NewUserPermissions = "audit"
+	NewUserPermissionsPayloads NewUserPermissions = "payloads"
+)
+
+// Valid indicates whether the value is a known member of the NewUserPermissions enum.
+func (e NewUserPermissions) Valid() bool {
+	switch e {
+	case NewUserPermissionsAudit:
+		return true
+	case NewUserPermissionsPayloads:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NewUserRole.
+const (
+	NewUserRoleAdmin    NewUserRole = "admin"
+	NewUserRoleOperator NewUserRole = "operator"
+	NewUserRoleViewer   NewUserRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the NewUserRole enum.
+func (e NewUserRole) Valid() bool {
+	switch e {
+	case NewUserRoleAdmin:
+		return true
+	case NewUserRoleOperator:
+		return true
+	case NewUserRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PrincipalPermissions.
 const (
 	PrincipalPermissionsAudit    PrincipalPermissions = "audit"
@@ -237,6 +276,24 @@ func (e PrincipalVia) Valid() bool {
 	case PrincipalViaSession:
 		return true
 	case PrincipalViaToken:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QuarantinedDeliveryStoppedAt.
+const (
+	Lane QuarantinedDeliveryStoppedAt = "lane"
+	Send QuarantinedDeliveryStoppedAt = "send"
+)
+
+// Valid indicates whether the value is a known member of the QuarantinedDeliveryStoppedAt enum.
+func (e QuarantinedDeliveryStoppedAt) Valid() bool {
+	switch e {
+	case Lane:
+		return true
+	case Send:
 		return true
 	default:
 		return false
@@ -318,6 +375,84 @@ func (e TokenRole) Valid() bool {
 	case TokenRoleOperator:
 		return true
 	case TokenRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserPermissions.
+const (
+	UserPermissionsAudit    UserPermissions = "audit"
+	UserPermissionsPayloads UserPermissions = "payloads"
+)
+
+// Valid indicates whether the value is a known member of the UserPermissions enum.
+func (e UserPermissions) Valid() bool {
+	switch e {
+	case UserPermissionsAudit:
+		return true
+	case UserPermissionsPayloads:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserRole.
+const (
+	UserRoleAdmin    UserRole = "admin"
+	UserRoleOperator UserRole = "operator"
+	UserRoleViewer   UserRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the UserRole enum.
+func (e UserRole) Valid() bool {
+	switch e {
+	case UserRoleAdmin:
+		return true
+	case UserRoleOperator:
+		return true
+	case UserRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserChangePermissions.
+const (
+	UserChangePermissionsAudit    UserChangePermissions = "audit"
+	UserChangePermissionsPayloads UserChangePermissions = "payloads"
+)
+
+// Valid indicates whether the value is a known member of the UserChangePermissions enum.
+func (e UserChangePermissions) Valid() bool {
+	switch e {
+	case UserChangePermissionsAudit:
+		return true
+	case UserChangePermissionsPayloads:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserChangeRole.
+const (
+	UserChangeRoleAdmin    UserChangeRole = "admin"
+	UserChangeRoleOperator UserChangeRole = "operator"
+	UserChangeRoleViewer   UserChangeRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the UserChangeRole enum.
+func (e UserChangeRole) Valid() bool {
+	switch e {
+	case UserChangeRoleAdmin:
+		return true
+	case UserChangeRoleOperator:
+		return true
+	case UserChangeRoleViewer:
 		return true
 	default:
 		return false
@@ -432,6 +567,33 @@ type DrainRequest struct {
 	Stop *bool `json:"stop,omitempty"`
 }
 
+// EditRequest defines model for EditRequest.
+type EditRequest struct {
+	// Destinations Send the copy to these destinations whatever the original's deliveries ended as (but pending); without it, to those whose delivery is quarantined.
+	Destinations *[]string `json:"destinations,omitempty"`
+
+	// Payload The corrected message, as text (an HL7 message's segments separated by carriage returns).
+	Payload string `json:"payload"`
+
+	// Reason Why (kept with the copy and in the audit log).
+	Reason string `json:"reason"`
+}
+
+// Edited defines model for Edited.
+type Edited struct {
+	// Copy The corrected copy's ID.
+	Copy string `json:"copy"`
+
+	// Destinations Where the copy is queued: at the tail of its key's lane.
+	Destinations []string `json:"destinations"`
+
+	// Message The original.
+	Message string `json:"message"`
+
+	// Replaced The original's quarantined deliveries now dismissed as replaced by the copy.
+	Replaced []string `json:"replaced"`
+}
+
 // EngineInfo defines model for EngineInfo.
 type EngineInfo struct {
 	// Backend sqlite, postgres or mysql
@@ -449,6 +611,9 @@ type EngineInfo struct {
 
 // Error defines model for Error.
 type Error struct {
+	// Code A machine-readable reason, when the status alone is not enough (password_change_required).
+	Code *string `json:"code,omitempty"`
+
 	// Error What is wrong.
 	Error string `json:"error"`
 
@@ -528,14 +693,20 @@ type MessagePayloadEncoding string
 
 // MessageSummary defines model for MessageSummary.
 type MessageSummary struct {
-	DedupeKey   *string   `json:"dedupe_key,omitempty"`
-	DuplicateOf *string   `json:"duplicate_of,omitempty"`
+	DedupeKey   *string `json:"dedupe_key,omitempty"`
+	DuplicateOf *string `json:"duplicate_of,omitempty"`
+
+	// EditedFrom The message this one is a corrected copy of (the original's replaced deliveries name this copy).
+	EditedFrom  *string   `json:"edited_from,omitempty"`
 	Id          string    `json:"id"`
 	Interface   string    `json:"interface"`
 	Lane        *int      `json:"lane,omitempty"`
 	OrderingKey *string   `json:"ordering_key,omitempty"`
 	Origin      *string   `json:"origin,omitempty"`
 	ReceivedAt  time.Time `json:"received_at"`
+
+	// RoutedFrom The message a route made this one from.
+	RoutedFrom *string `json:"routed_from,omitempty"`
 
 	// Size The payload's length in bytes.
 	Size int `json:"size"`
@@ -546,7 +717,10 @@ type MessageSummary struct {
 
 // NewToken defines model for NewToken.
 type NewToken struct {
-	Name        string                 `json:"name"`
+	Name string `json:"name"`
+
+	// Owner The account the token acts for: at most that account's role and permissions, and it stops when the account is disabled.
+	Owner       *string                `json:"owner,omitempty"`
 	Permissions *[]NewTokenPermissions `json:"permissions,omitempty"`
 	Role        NewTokenRole           `json:"role"`
 }
@@ -557,12 +731,39 @@ type NewTokenPermissions string
 // NewTokenRole defines model for NewToken.Role.
 type NewTokenRole string
 
+// NewUser defines model for NewUser.
+type NewUser struct {
+	Name string `json:"name"`
+
+	// Password Chosen by the admin: the user must change it at the first sign-in.
+	Password    string                `json:"password"`
+	Permissions *[]NewUserPermissions `json:"permissions,omitempty"`
+	Role        NewUserRole           `json:"role"`
+}
+
+// NewUserPermissions defines model for NewUser.Permissions.
+type NewUserPermissions string
+
+// NewUserRole defines model for NewUser.Role.
+type NewUserRole string
+
 // Output defines model for Output.
 type Output struct {
 	Destination string `json:"destination"`
 
 	// Output What the transform produced for the destination (saved with save_output).
 	Output string `json:"output"`
+}
+
+// PasswordChange defines model for PasswordChange.
+type PasswordChange struct {
+	Current string `json:"current"`
+	New     string `json:"new"`
+}
+
+// PasswordReset defines model for PasswordReset.
+type PasswordReset struct {
+	Password string `json:"password"`
 }
 
 // Pause A paused destination's lanes and sends hold until it is resumed.
@@ -579,10 +780,15 @@ type PauseRequest struct {
 
 // Principal defines model for Principal.
 type Principal struct {
-	Name        string                 `json:"name"`
-	Permissions []PrincipalPermissions `json:"permissions"`
-	Role        PrincipalRole          `json:"role"`
-	Via         PrincipalVia           `json:"via"`
+	// MustChangePassword The password an admin chose must be changed before anything else (sessions only).
+	MustChangePassword *bool                  `json:"must_change_password,omitempty"`
+	Name               string                 `json:"name"`
+	Permissions        []PrincipalPermissions `json:"permissions"`
+	Role               PrincipalRole          `json:"role"`
+
+	// SessionExpiresAt When the session ends whatever its use (sessions only).
+	SessionExpiresAt *time.Time   `json:"session_expires_at,omitempty"`
+	Via              PrincipalVia `json:"via"`
 }
 
 // PrincipalPermissions defines model for Principal.Permissions.
@@ -605,6 +811,35 @@ type Process struct {
 	StartedAt   time.Time `json:"started_at"`
 	Version     string    `json:"version"`
 }
+
+// QuarantinePage defines model for QuarantinePage.
+type QuarantinePage struct {
+	Items []QuarantinedDelivery `json:"items"`
+
+	// Next The cursor of the next (older) page.
+	Next *string `json:"next,omitempty"`
+
+	// Truncated The quarantine holds more rows than one listing reads (10,000): only part of it is listed.
+	Truncated bool `json:"truncated"`
+}
+
+// QuarantinedDelivery defines model for QuarantinedDelivery.
+type QuarantinedDelivery struct {
+	Attempts      int        `json:"attempts"`
+	Destination   string     `json:"destination"`
+	Interface     string     `json:"interface"`
+	MessageId     string     `json:"message_id"`
+	OrderingKey   *string    `json:"ordering_key,omitempty"`
+	QuarantinedAt time.Time  `json:"quarantined_at"`
+	Reason        string     `json:"reason"`
+	ReceivedAt    *time.Time `json:"received_at,omitempty"`
+
+	// StoppedAt lane: the transform quarantined it or its lane gave up on it; send: the destination refused it (AR, 4xx, max_attempts).
+	StoppedAt QuarantinedDeliveryStoppedAt `json:"stopped_at"`
+}
+
+// QuarantinedDeliveryStoppedAt lane: the transform quarantined it or its lane gave up on it; send: the destination refused it (AR, 4xx, max_attempts).
+type QuarantinedDeliveryStoppedAt string
 
 // ResendRequest defines model for ResendRequest.
 type ResendRequest struct {
@@ -641,6 +876,17 @@ type Segment struct {
 	Name   string  `json:"name"`
 }
 
+// SessionsEnded defines model for SessionsEnded.
+type SessionsEnded struct {
+	Ended int64 `json:"ended"`
+}
+
+// SignIn defines model for SignIn.
+type SignIn struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
 // State What GET /events sends (event: state) whenever it changes.
 type State struct {
 	Drain      Drain       `json:"drain"`
@@ -671,6 +917,47 @@ type TokenList struct {
 	Tokens []Token `json:"tokens"`
 }
 
+// User defines model for User.
+type User struct {
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+	Disabled  bool      `json:"disabled"`
+
+	// Locked Locked after too many wrong passwords.
+	Locked             bool              `json:"locked"`
+	LockedUntil        *time.Time        `json:"locked_until,omitempty"`
+	MustChangePassword bool              `json:"must_change_password"`
+	Name               string            `json:"name"`
+	PasswordSetAt      time.Time         `json:"password_set_at"`
+	Permissions        []UserPermissions `json:"permissions"`
+	Role               UserRole          `json:"role"`
+}
+
+// UserPermissions defines model for User.Permissions.
+type UserPermissions string
+
+// UserRole defines model for User.Role.
+type UserRole string
+
+// UserChange defines model for UserChange.
+type UserChange struct {
+	// Disabled A disabled account cannot sign in; its sessions end and its tokens stop.
+	Disabled    *bool                    `json:"disabled,omitempty"`
+	Permissions *[]UserChangePermissions `json:"permissions,omitempty"`
+	Role        *UserChangeRole          `json:"role,omitempty"`
+}
+
+// UserChangePermissions defines model for UserChange.Permissions.
+type UserChangePermissions string
+
+// UserChangeRole defines model for UserChange.Role.
+type UserChangeRole string
+
+// UserList defines model for UserList.
+type UserList struct {
+	Users []User `json:"users"`
+}
+
 // Before defines model for Before.
 type Before = string
 
@@ -697,20 +984,48 @@ type ListMessagesParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListQuarantineParams defines parameters for ListQuarantine.
+type ListQuarantineParams struct {
+	// Before A keyset cursor, the `next` of the previous page.
+	Before *Before `form:"before,omitempty" json:"before,omitempty"`
+
+	// Limit How many rows a page holds (1 to 500, default 50).
+	Limit     *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
+	Interface *string `form:"interface,omitempty" json:"interface,omitempty"`
+}
+
 // StartDrainJSONRequestBody defines body for StartDrain for application/json ContentType.
 type StartDrainJSONRequestBody = DrainRequest
 
 // PauseDestinationJSONRequestBody defines body for PauseDestination for application/json ContentType.
 type PauseDestinationJSONRequestBody = PauseRequest
 
+// ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
+type ChangePasswordJSONRequestBody = PasswordChange
+
 // DismissMessageJSONRequestBody defines body for DismissMessage for application/json ContentType.
 type DismissMessageJSONRequestBody = DismissRequest
+
+// EditMessageJSONRequestBody defines body for EditMessage for application/json ContentType.
+type EditMessageJSONRequestBody = EditRequest
 
 // ResendMessageJSONRequestBody defines body for ResendMessage for application/json ContentType.
 type ResendMessageJSONRequestBody = ResendRequest
 
+// CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
+type CreateSessionJSONRequestBody = SignIn
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = NewToken
+
+// CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
+type CreateUserJSONRequestBody = NewUser
+
+// UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
+type UpdateUserJSONRequestBody = UserChange
+
+// ResetPasswordJSONRequestBody defines body for ResetPassword for application/json ContentType.
+type ResetPasswordJSONRequestBody = PasswordReset
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -750,12 +1065,21 @@ type ServerInterface interface {
 	// WhoAmI Who the credentials belong to, and what they may do.
 	// (GET /api/v1/me)
 	WhoAmI(w http.ResponseWriter, r *http.Request)
+	// ChangePassword Change your own password (a session); every other session of the account ends.
+	// (POST /api/v1/me/password)
+	ChangePassword(w http.ResponseWriter, r *http.Request)
+	// DeleteOtherSessions Sign out every other session of this account.
+	// (DELETE /api/v1/me/sessions)
+	DeleteOtherSessions(w http.ResponseWriter, r *http.Request)
 	// GetMessage A message's keys and every delivery's status, attempts and last error (no payload).
 	// (GET /api/v1/messages/{id})
 	GetMessage(w http.ResponseWriter, r *http.Request, id string)
 	// DismissMessage Dismiss a message's quarantined deliveries with a reason (operator).
 	// (POST /api/v1/messages/{id}/dismiss)
 	DismissMessage(w http.ResponseWriter, r *http.Request, id string)
+	// EditMessage Send a corrected copy of a message (operator, payloads).
+	// (POST /api/v1/messages/{id}/edit)
+	EditMessage(w http.ResponseWriter, r *http.Request, id string)
 	// GetMessagePayload A message's payload, its parsed view and the saved outputs (the payloads permission; every read is audited before it is answered).
 	// (GET /api/v1/messages/{id}/payload)
 	GetMessagePayload(w http.ResponseWriter, r *http.Request, id string)
@@ -765,6 +1089,15 @@ type ServerInterface interface {
 	// GetOpenAPI This document.
 	// (GET /api/v1/openapi.json)
 	GetOpenAPI(w http.ResponseWriter, r *http.Request)
+	// ListQuarantine Every quarantined delivery across interfaces, newest first.
+	// (GET /api/v1/quarantine)
+	ListQuarantine(w http.ResponseWriter, r *http.Request, params ListQuarantineParams)
+	// DeleteSession Sign out; ends this session and clears its cookie.
+	// (DELETE /api/v1/session)
+	DeleteSession(w http.ResponseWriter, r *http.Request)
+	// CreateSession Sign in with a name and password; sets the session cookie.
+	// (POST /api/v1/session)
+	CreateSession(w http.ResponseWriter, r *http.Request)
 	// ListTokens Every API token (never the secrets).
 	// (GET /api/v1/tokens)
 	ListTokens(w http.ResponseWriter, r *http.Request)
@@ -774,6 +1107,18 @@ type ServerInterface interface {
 	// RevokeToken Revoke a token; the next call with it is refused.
 	// (DELETE /api/v1/tokens/{id})
 	RevokeToken(w http.ResponseWriter, r *http.Request, id string)
+	// ListUsers Every account (never a password hash).
+	// (GET /api/v1/users)
+	ListUsers(w http.ResponseWriter, r *http.Request)
+	// CreateUser Create an account; its user changes the password at the first sign-in.
+	// (POST /api/v1/users)
+	CreateUser(w http.ResponseWriter, r *http.Request)
+	// UpdateUser Change an account's role, permissions or disabled flag.
+	// (PATCH /api/v1/users/{name})
+	UpdateUser(w http.ResponseWriter, r *http.Request, name string)
+	// ResetPassword Set an account's password for it; it must be changed at the next sign-in, and the account's sessions end.
+	// (PUT /api/v1/users/{name}/password)
+	ResetPassword(w http.ResponseWriter, r *http.Request, name string)
 	// GetMetrics Prometheus metrics of the runtime and the engine (text exposition format).
 	// (GET /metrics)
 	GetMetrics(w http.ResponseWriter, r *http.Request)
@@ -1097,6 +1442,34 @@ func (siw *ServerInterfaceWrapper) WhoAmI(w http.ResponseWriter, r *http.Request
 	handler.ServeHTTP(w, r)
 }
 
+// ChangePassword operation middleware
+func (siw *ServerInterfaceWrapper) ChangePassword(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ChangePassword(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteOtherSessions operation middleware
+func (siw *ServerInterfaceWrapper) DeleteOtherSessions(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteOtherSessions(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetMessage operation middleware
 func (siw *ServerInterfaceWrapper) GetMessage(w http.ResponseWriter, r *http.Request) {
 
@@ -1140,6 +1513,32 @@ func (siw *ServerInterfaceWrapper) DismissMessage(w http.ResponseWriter, r *http
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DismissMessage(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// EditMessage operation middleware
+func (siw *ServerInterfaceWrapper) EditMessage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.EditMessage(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1215,6 +1614,93 @@ func (siw *ServerInterfaceWrapper) GetOpenAPI(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// ListQuarantine operation middleware
+func (siw *ServerInterfaceWrapper) ListQuarantine(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListQuarantineParams
+
+	// ------------- Optional query parameter "before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", r.URL.Query(), &params.Before, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "before"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "before", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "interface" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "interface", r.URL.Query(), &params.Interface, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "interface"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "interface", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListQuarantine(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteSession operation middleware
+func (siw *ServerInterfaceWrapper) DeleteSession(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteSession(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateSession operation middleware
+func (siw *ServerInterfaceWrapper) CreateSession(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateSession(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListTokens(w http.ResponseWriter, r *http.Request) {
 
@@ -1260,6 +1746,86 @@ func (siw *ServerInterfaceWrapper) RevokeToken(w http.ResponseWriter, r *http.Re
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RevokeToken(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListUsers operation middleware
+func (siw *ServerInterfaceWrapper) ListUsers(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListUsers(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateUser operation middleware
+func (siw *ServerInterfaceWrapper) CreateUser(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateUser(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UpdateUser operation middleware
+func (siw *ServerInterfaceWrapper) UpdateUser(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UpdateUser(w, r, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ResetPassword operation middleware
+func (siw *ServerInterfaceWrapper) ResetPassword(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResetPassword(w, r, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1417,6 +1983,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/drain", wrapper.StartDrain)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/messages/{id}", wrapper.GetMessage)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/resend", wrapper.ResendMessage)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/edit", wrapper.EditMessage)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/{id}/dismiss", wrapper.DismissMessage)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/messages/{id}/payload", wrapper.GetMessagePayload)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/tokens", wrapper.ListTokens)
@@ -1424,6 +1991,15 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/tokens/{id}", wrapper.RevokeToken)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/audit", wrapper.ListAudit)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/metrics", wrapper.GetMetrics)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/session", wrapper.DeleteSession)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/session", wrapper.CreateSession)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/me/sessions", wrapper.DeleteOtherSessions)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/me/password", wrapper.ChangePassword)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/users", wrapper.ListUsers)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/users", wrapper.CreateUser)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/api/v1/users/{name}", wrapper.UpdateUser)
+	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/api/v1/users/{name}/password", wrapper.ResetPassword)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/quarantine", wrapper.ListQuarantine)
 
 	return m
 }
@@ -1901,6 +2477,77 @@ func (response WhoAmIdefaultJSONResponse) VisitWhoAmIResponse(w http.ResponseWri
 	return err
 }
 
+type ChangePasswordRequestObject struct {
+	Body *ChangePasswordJSONRequestBody
+}
+
+type ChangePasswordResponseObject interface {
+	VisitChangePasswordResponse(w http.ResponseWriter) error
+}
+
+type ChangePassword204Response struct {
+}
+
+func (response ChangePassword204Response) VisitChangePasswordResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type ChangePassworddefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ChangePassworddefaultJSONResponse) VisitChangePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOtherSessionsRequestObject struct {
+}
+
+type DeleteOtherSessionsResponseObject interface {
+	VisitDeleteOtherSessionsResponse(w http.ResponseWriter) error
+}
+
+type DeleteOtherSessions200JSONResponse SessionsEnded
+
+func (response DeleteOtherSessions200JSONResponse) VisitDeleteOtherSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOtherSessionsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response DeleteOtherSessionsdefaultJSONResponse) VisitDeleteOtherSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMessageRequestObject struct {
 	Id string `json:"id"`
 }
@@ -1969,6 +2616,46 @@ type DismissMessagedefaultJSONResponse struct {
 }
 
 func (response DismissMessagedefaultJSONResponse) VisitDismissMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EditMessageRequestObject struct {
+	Id   string `json:"id"`
+	Body *EditMessageJSONRequestBody
+}
+
+type EditMessageResponseObject interface {
+	VisitEditMessageResponse(w http.ResponseWriter) error
+}
+
+type EditMessage201JSONResponse Edited
+
+func (response EditMessage201JSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EditMessagedefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response EditMessagedefaultJSONResponse) VisitEditMessageResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2076,6 +2763,134 @@ func (response GetOpenAPI200JSONResponse) VisitGetOpenAPIResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuarantineRequestObject struct {
+	Params ListQuarantineParams
+}
+
+type ListQuarantineResponseObject interface {
+	VisitListQuarantineResponse(w http.ResponseWriter) error
+}
+
+type ListQuarantine200JSONResponse QuarantinePage
+
+func (response ListQuarantine200JSONResponse) VisitListQuarantineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListQuarantinedefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ListQuarantinedefaultJSONResponse) VisitListQuarantineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSessionRequestObject struct {
+}
+
+type DeleteSessionResponseObject interface {
+	VisitDeleteSessionResponse(w http.ResponseWriter) error
+}
+
+type DeleteSession204ResponseHeaders struct {
+	SetCookie *string
+}
+
+type DeleteSession204Response struct {
+	Headers DeleteSession204ResponseHeaders
+}
+
+func (response DeleteSession204Response) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSessiondefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response DeleteSessiondefaultJSONResponse) VisitDeleteSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSessionRequestObject struct {
+	Body *CreateSessionJSONRequestBody
+}
+
+type CreateSessionResponseObject interface {
+	VisitCreateSessionResponse(w http.ResponseWriter) error
+}
+
+type CreateSession201ResponseHeaders struct {
+	SetCookie *string
+}
+
+type CreateSession201JSONResponse struct {
+	Body    Principal
+	Headers CreateSession201ResponseHeaders
+}
+
+func (response CreateSession201JSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSessiondefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response CreateSessiondefaultJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2190,6 +3005,157 @@ func (response RevokeTokendefaultJSONResponse) VisitRevokeTokenResponse(w http.R
 	return err
 }
 
+type ListUsersRequestObject struct {
+}
+
+type ListUsersResponseObject interface {
+	VisitListUsersResponse(w http.ResponseWriter) error
+}
+
+type ListUsers200JSONResponse UserList
+
+func (response ListUsers200JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsersdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ListUsersdefaultJSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUserRequestObject struct {
+	Body *CreateUserJSONRequestBody
+}
+
+type CreateUserResponseObject interface {
+	VisitCreateUserResponse(w http.ResponseWriter) error
+}
+
+type CreateUser201JSONResponse User
+
+func (response CreateUser201JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUserdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response CreateUserdefaultJSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUserRequestObject struct {
+	Name string `json:"name"`
+	Body *UpdateUserJSONRequestBody
+}
+
+type UpdateUserResponseObject interface {
+	VisitUpdateUserResponse(w http.ResponseWriter) error
+}
+
+type UpdateUser200JSONResponse User
+
+func (response UpdateUser200JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUserdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response UpdateUserdefaultJSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetPasswordRequestObject struct {
+	Name string `json:"name"`
+	Body *ResetPasswordJSONRequestBody
+}
+
+type ResetPasswordResponseObject interface {
+	VisitResetPasswordResponse(w http.ResponseWriter) error
+}
+
+type ResetPassword204Response struct {
+}
+
+func (response ResetPassword204Response) VisitResetPasswordResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type ResetPassworddefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ResetPassworddefaultJSONResponse) VisitResetPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMetricsRequestObject struct {
 }
 
@@ -2263,12 +3229,21 @@ type StrictServerInterface interface {
 	// WhoAmI Who the credentials belong to, and what they may do.
 	// (GET /api/v1/me)
 	WhoAmI(ctx context.Context, request WhoAmIRequestObject) (WhoAmIResponseObject, error)
+	// ChangePassword Change your own password (a session); every other session of the account ends.
+	// (POST /api/v1/me/password)
+	ChangePassword(ctx context.Context, request ChangePasswordRequestObject) (ChangePasswordResponseObject, error)
+	// DeleteOtherSessions Sign out every other session of this account.
+	// (DELETE /api/v1/me/sessions)
+	DeleteOtherSessions(ctx context.Context, request DeleteOtherSessionsRequestObject) (DeleteOtherSessionsResponseObject, error)
 	// GetMessage A message's keys and every delivery's status, attempts and last error (no payload).
 	// (GET /api/v1/messages/{id})
 	GetMessage(ctx context.Context, request GetMessageRequestObject) (GetMessageResponseObject, error)
 	// DismissMessage Dismiss a message's quarantined deliveries with a reason (operator).
 	// (POST /api/v1/messages/{id}/dismiss)
 	DismissMessage(ctx context.Context, request DismissMessageRequestObject) (DismissMessageResponseObject, error)
+	// EditMessage Send a corrected copy of a message (operator, payloads).
+	// (POST /api/v1/messages/{id}/edit)
+	EditMessage(ctx context.Context, request EditMessageRequestObject) (EditMessageResponseObject, error)
 	// GetMessagePayload A message's payload, its parsed view and the saved outputs (the payloads permission; every read is audited before it is answered).
 	// (GET /api/v1/messages/{id}/payload)
 	GetMessagePayload(ctx context.Context, request GetMessagePayloadRequestObject) (GetMessagePayloadResponseObject, error)
@@ -2278,6 +3253,15 @@ type StrictServerInterface interface {
 	// GetOpenAPI This document.
 	// (GET /api/v1/openapi.json)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
+	// ListQuarantine Every quarantined delivery across interfaces, newest first.
+	// (GET /api/v1/quarantine)
+	ListQuarantine(ctx context.Context, request ListQuarantineRequestObject) (ListQuarantineResponseObject, error)
+	// DeleteSession Sign out; ends this session and clears its cookie.
+	// (DELETE /api/v1/session)
+	DeleteSession(ctx context.Context, request DeleteSessionRequestObject) (DeleteSessionResponseObject, error)
+	// CreateSession Sign in with a name and password; sets the session cookie.
+	// (POST /api/v1/session)
+	CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error)
 	// ListTokens Every API token (never the secrets).
 	// (GET /api/v1/tokens)
 	ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error)
@@ -2287,6 +3271,18 @@ type StrictServerInterface interface {
 	// RevokeToken Revoke a token; the next call with it is refused.
 	// (DELETE /api/v1/tokens/{id})
 	RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error)
+	// ListUsers Every account (never a password hash).
+	// (GET /api/v1/users)
+	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
+	// CreateUser Create an account; its user changes the password at the first sign-in.
+	// (POST /api/v1/users)
+	CreateUser(ctx context.Context, request CreateUserRequestObject) (CreateUserResponseObject, error)
+	// UpdateUser Change an account's role, permissions or disabled flag.
+	// (PATCH /api/v1/users/{name})
+	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// ResetPassword Set an account's password for it; it must be changed at the next sign-in, and the account's sessions end.
+	// (PUT /api/v1/users/{name}/password)
+	ResetPassword(ctx context.Context, request ResetPasswordRequestObject) (ResetPasswordResponseObject, error)
 	// GetMetrics Prometheus metrics of the runtime and the engine (text exposition format).
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -2647,6 +3643,61 @@ func (sh *strictHandler) WhoAmI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ChangePassword operation middleware
+func (sh *strictHandler) ChangePassword(w http.ResponseWriter, r *http.Request) {
+	var request ChangePasswordRequestObject
+
+	var body ChangePasswordJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ChangePassword(ctx, request.(ChangePasswordRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ChangePassword")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ChangePasswordResponseObject); ok {
+		if err := validResponse.VisitChangePasswordResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteOtherSessions operation middleware
+func (sh *strictHandler) DeleteOtherSessions(w http.ResponseWriter, r *http.Request) {
+	var request DeleteOtherSessionsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteOtherSessions(ctx, request.(DeleteOtherSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteOtherSessions")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteOtherSessionsResponseObject); ok {
+		if err := validResponse.VisitDeleteOtherSessionsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetMessage operation middleware
 func (sh *strictHandler) GetMessage(w http.ResponseWriter, r *http.Request, id string) {
 	var request GetMessageRequestObject
@@ -2699,6 +3750,39 @@ func (sh *strictHandler) DismissMessage(w http.ResponseWriter, r *http.Request, 
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(DismissMessageResponseObject); ok {
 		if err := validResponse.VisitDismissMessageResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// EditMessage operation middleware
+func (sh *strictHandler) EditMessage(w http.ResponseWriter, r *http.Request, id string) {
+	var request EditMessageRequestObject
+
+	request.Id = id
+
+	var body EditMessageJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.EditMessage(ctx, request.(EditMessageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EditMessage")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(EditMessageResponseObject); ok {
+		if err := validResponse.VisitEditMessageResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -2792,6 +3876,87 @@ func (sh *strictHandler) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ListQuarantine operation middleware
+func (sh *strictHandler) ListQuarantine(w http.ResponseWriter, r *http.Request, params ListQuarantineParams) {
+	var request ListQuarantineRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListQuarantine(ctx, request.(ListQuarantineRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListQuarantine")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListQuarantineResponseObject); ok {
+		if err := validResponse.VisitListQuarantineResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteSession operation middleware
+func (sh *strictHandler) DeleteSession(w http.ResponseWriter, r *http.Request) {
+	var request DeleteSessionRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSession(ctx, request.(DeleteSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSession")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteSessionResponseObject); ok {
+		if err := validResponse.VisitDeleteSessionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateSession operation middleware
+func (sh *strictHandler) CreateSession(w http.ResponseWriter, r *http.Request) {
+	var request CreateSessionRequestObject
+
+	var body CreateSessionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSession(ctx, request.(CreateSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSession")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateSessionResponseObject); ok {
+		if err := validResponse.VisitCreateSessionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListTokens operation middleware
 func (sh *strictHandler) ListTokens(w http.ResponseWriter, r *http.Request) {
 	var request ListTokensRequestObject
@@ -2866,6 +4031,127 @@ func (sh *strictHandler) RevokeToken(w http.ResponseWriter, r *http.Request, id 
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RevokeTokenResponseObject); ok {
 		if err := validResponse.VisitRevokeTokenResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListUsers operation middleware
+func (sh *strictHandler) ListUsers(w http.ResponseWriter, r *http.Request) {
+	var request ListUsersRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListUsers(ctx, request.(ListUsersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListUsers")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListUsersResponseObject); ok {
+		if err := validResponse.VisitListUsersResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateUser operation middleware
+func (sh *strictHandler) CreateUser(w http.ResponseWriter, r *http.Request) {
+	var request CreateUserRequestObject
+
+	var body CreateUserJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateUser(ctx, request.(CreateUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateUser")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateUserResponseObject); ok {
+		if err := validResponse.VisitCreateUserResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateUser operation middleware
+func (sh *strictHandler) UpdateUser(w http.ResponseWriter, r *http.Request, name string) {
+	var request UpdateUserRequestObject
+
+	request.Name = name
+
+	var body UpdateUserJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateUser(ctx, request.(UpdateUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateUser")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UpdateUserResponseObject); ok {
+		if err := validResponse.VisitUpdateUserResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ResetPassword operation middleware
+func (sh *strictHandler) ResetPassword(w http.ResponseWriter, r *http.Request, name string) {
+	var request ResetPasswordRequestObject
+
+	request.Name = name
+
+	var body ResetPasswordJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ResetPassword(ctx, request.(ResetPasswordRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResetPassword")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ResetPasswordResponseObject); ok {
+		if err := validResponse.VisitResetPasswordResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

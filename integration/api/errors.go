@@ -13,11 +13,23 @@ import (
 // nothing to resend, a delivery still pending.
 var ErrConflict = errors.New("conflict")
 
+// CodePasswordChange is Error.code for a session that must change its
+// password before anything else.
+const CodePasswordChange = "password_change_required"
+
 // writeError answers a JSON Error.
 func writeError(w http.ResponseWriter, status int, msg, field string) {
+	writeErrorCode(w, status, msg, field, "")
+}
+
+// writeErrorCode answers a JSON Error with a machine-readable code.
+func writeErrorCode(w http.ResponseWriter, status int, msg, field, code string) {
 	body := Error{Error: msg}
 	if field != "" {
 		body.Field = &field
+	}
+	if code != "" {
+		body.Code = &code
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -33,11 +45,12 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, access.ErrUnauthenticated):
 		return http.StatusUnauthorized
-	case errors.Is(err, access.ErrForbidden):
+	case errors.Is(err, access.ErrForbidden), errors.Is(err, access.ErrPasswordChange):
 		return http.StatusForbidden
 	case errors.Is(err, actor.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrConflict), errors.Is(err, access.ErrTaken), errors.Is(err, access.ErrLastAdmin),
+		errors.Is(err, access.ErrNoSession):
 		return http.StatusConflict
 	case errors.Is(err, actor.ErrInvalidArguments):
 		return http.StatusBadRequest
@@ -56,5 +69,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, st, "the engine could not answer; its log says why", "")
 		return
 	}
-	writeError(w, st, err.Error(), "")
+	writeErrorCode(w, st, err.Error(), "", codeOf(err))
+}
+
+// codeOf is the Error.code of err, if it has one.
+func codeOf(err error) string {
+	if errors.Is(err, access.ErrPasswordChange) {
+		return CodePasswordChange
+	}
+	return ""
 }

@@ -64,6 +64,10 @@ func (g *guard) middleware(next http.Handler) http.Handler {
 				writeGuardError(w, err)
 				return
 			}
+			if err := checkCSRF(r, p); err != nil {
+				writeGuardError(w, err)
+				return
+			}
 			if err := access.Check(p, op.id, op.rule); err != nil {
 				writeGuardError(w, err)
 				return
@@ -73,25 +77,70 @@ func (g *guard) middleware(next http.Handler) http.Handler {
 			writeGuardError(w, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		ctx = context.WithValue(ctx, callerKey{}, caller{address: remoteHost(r), tls: r.TLS != nil})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// authenticate reads the bearer token and finds its principal.
+// caller is what a handler may need of the request beyond its body.
+type caller struct {
+	address string
+	tls     bool
+}
+
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+// authenticate finds the caller's principal: a bearer token first, else
+// the session cookie.
 func (g *guard) authenticate(r *http.Request) (*access.Principal, error) {
 	h := r.Header.Get("Authorization")
-	if h == "" {
-		return nil, fmt.Errorf("%w: this operation needs a bearer token (Authorization: Bearer dux_...)", access.ErrUnauthenticated)
+	var p *access.Principal
+	var err error
+	switch c, cerr := r.Cookie(SessionCookie); {
+	case h != "":
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return nil, fmt.Errorf("%w: the Authorization header must be \"Bearer dux_...\"", access.ErrUnauthenticated)
+		}
+		p, err = g.acc.Authenticate(r.Context(), strings.TrimSpace(token), remoteHost(r))
+	case cerr == nil:
+		p, err = g.acc.AuthenticateSession(r.Context(), c.Value, remoteHost(r))
+	default:
+		return nil, fmt.Errorf("%w: this operation needs a bearer token (Authorization: Bearer dux_...) or a signed-in session", access.ErrUnauthenticated)
 	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return nil, fmt.Errorf("%w: the Authorization header must be \"Bearer dux_...\"", access.ErrUnauthenticated)
-	}
-	p, err := g.acc.Authenticate(r.Context(), strings.TrimSpace(token), remoteHost(r))
 	if err != nil && !errors.Is(err, access.ErrUnauthenticated) {
 		return nil, &unavailable{err}
 	}
 	return p, err
+}
+
+// CSRFHeader must be on every request that changes something with the
+// session cookie. Another origin cannot send a custom header without a
+// CORS preflight, which the engine never grants, so a page elsewhere
+// cannot use a signed-in browser's cookie; SameSite=Strict is the first
+// line, this the second.
+const CSRFHeader = "X-Ductus"
+
+// checkCSRF refuses a cookie-authenticated request that may change
+// something and lacks CSRFHeader.
+func checkCSRF(r *http.Request, p *access.Principal) error {
+	if p.Via != access.ViaSession {
+		return nil
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
+	}
+	if r.Header.Get(CSRFHeader) != "1" {
+		return fmt.Errorf("%w: a request that changes something with the session cookie must carry the header %s: 1", access.ErrForbidden, CSRFHeader)
+	}
+	return nil
 }
 
 // unavailable is a failure to check credentials (the database is down):
@@ -121,7 +170,7 @@ func writeGuardError(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "the engine cannot check credentials now (its database does not answer); try again", "")
 	default:
-		writeError(w, statusOf(err), err.Error(), "")
+		writeErrorCode(w, statusOf(err), err.Error(), "", codeOf(err))
 	}
 }
 

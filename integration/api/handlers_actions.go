@@ -68,6 +68,31 @@ func (s *server) DismissMessage(ctx context.Context, req DismissMessageRequestOb
 	return DismissMessage200JSONResponse{Message: req.Id, Destinations: done}, nil
 }
 
+func (s *server) EditMessage(ctx context.Context, req EditMessageRequestObject) (EditMessageResponseObject, error) {
+	var dests []string
+	if req.Body.Destinations != nil {
+		dests = *req.Body.Destinations
+	}
+	detail := destinations(dests)
+	detail["reason"] = req.Body.Reason
+	var out Edited
+	err := s.audited(ctx, "editMessage", req.Id, detail, func() (err error) {
+		out, err = s.eng.Edit(ctx, req.Id, []byte(req.Body.Payload), dests, principalFrom(ctx).Name, req.Body.Reason)
+		if err == nil {
+			// The copy is a message of its own: a row names it, so the log
+			// finds the edit from either side. The edit has happened by
+			// now, so a failure here is not the caller's; the first row
+			// stands, and the copy's meta names the original.
+			_ = s.acc.Audit(ctx, nil, principalFrom(ctx), "editMessage", out.Copy, "ok", map[string]any{"edited_from": req.Id})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return EditMessage201JSONResponse(out), nil
+}
+
 func (s *server) PauseDestination(ctx context.Context, req PauseDestinationRequestObject) (PauseDestinationResponseObject, error) {
 	var out Pause
 	err := s.audited(ctx, "pauseDestination", req.Name+"/"+req.Destination, map[string]any{"reason": req.Body.Reason}, func() (err error) {

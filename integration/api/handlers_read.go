@@ -49,12 +49,7 @@ func (s *server) GetEngine(ctx context.Context, _ GetEngineRequestObject) (GetEn
 }
 
 func (s *server) WhoAmI(ctx context.Context, _ WhoAmIRequestObject) (WhoAmIResponseObject, error) {
-	p := principalFrom(ctx)
-	perms := []PrincipalPermissions{}
-	for _, pm := range p.Perms {
-		perms = append(perms, PrincipalPermissions(pm))
-	}
-	return WhoAmI200JSONResponse{Name: p.Name, Via: PrincipalVia(p.Via), Role: PrincipalRole(p.Role.String()), Permissions: perms}, nil
+	return WhoAmI200JSONResponse(principalView(principalFrom(ctx))), nil
 }
 
 func (s *server) ListInterfaces(ctx context.Context, _ ListInterfacesRequestObject) (ListInterfacesResponseObject, error) {
@@ -131,4 +126,19 @@ func (s *server) GetMetrics(context.Context, GetMetricsRequestObject) (GetMetric
 		}
 	}
 	return metricsText(buf.Bytes()), nil
+}
+
+func (s *server) ListQuarantine(ctx context.Context, req ListQuarantineRequestObject) (ListQuarantineResponseObject, error) {
+	iface, before := "", ""
+	if req.Params.Interface != nil {
+		iface = *req.Params.Interface
+	}
+	if req.Params.Before != nil {
+		before = *req.Params.Before
+	}
+	page, err := s.eng.Quarantine(ctx, iface, before, pageSize(req.Params.Limit))
+	if err != nil {
+		return nil, err
+	}
+	return ListQuarantine200JSONResponse(page), nil
 }

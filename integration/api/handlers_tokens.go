@@ -45,17 +45,15 @@ func (s *server) CreateToken(ctx context.Context, req CreateTokenRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	if req.Body.Permissions != nil {
-		for _, p := range *req.Body.Permissions {
-			names = append(names, string(p))
-		}
-	}
-	perms, err := access.ParsePerms(names...)
+	perms, err := permsOf(req.Body.Permissions)
 	if err != nil {
 		return nil, err
 	}
-	tok, secret, err := s.acc.CreateToken(ctx, principalFrom(ctx), access.NewToken{Name: req.Body.Name, Role: role, Perms: perms})
+	nt := access.NewToken{Name: req.Body.Name, Role: role, Perms: perms}
+	if req.Body.Owner != nil {
+		nt.Owner = *req.Body.Owner
+	}
+	tok, secret, err := s.acc.CreateToken(ctx, principalFrom(ctx), nt)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,9 @@ type Engine interface {
 	// Messages pages an interface's messages, newest first, before the
 	// message ID before ("" from the newest).
 	Messages(ctx context.Context, iface, before string, limit int) ([]MessageSummary, error)
+	// Quarantine pages the quarantined deliveries of one interface (or
+	// of all, iface ""), newest first, before the cursor before.
+	Quarantine(ctx context.Context, iface, before string, limit int) (QuarantinePage, error)
 	// Message is a message's keys and deliveries.
 	Message(ctx context.Context, id string) (Message, error)
 	// MessagePayload is a message's payload, parsed view and outputs.
@@ -35,6 +38,11 @@ type Engine interface {
 	// empty) its deliveries to those destinations whatever they ended as.
 	// Nothing to resend, or a named delivery still pending, is ErrConflict.
 	Resend(ctx context.Context, id string, dests []string) ([]ResentDelivery, error)
+	// Edit queues a corrected copy of a message (payload) to its
+	// quarantined deliveries' destinations (dests empty) or to the named
+	// ones, and dismisses the original's quarantined deliveries as
+	// replaced by it; by and reason are kept with the copy.
+	Edit(ctx context.Context, id string, payload []byte, dests []string, by, reason string) (Edited, error)
 	// Dismiss dismisses a message's quarantined deliveries (dests empty:
 	// every one) for reason; a named delivery that is not quarantined, or
 	// none at all, is ErrConflict.
@@ -68,6 +76,9 @@ type Config struct {
 	// StreamsDone, when closed, ends every event stream (GET /events):
 	// close it when the server shuts down, which does not wait for streams.
 	StreamsDone <-chan struct{}
+	// Console, when set, serves every path outside /api/ and /metrics:
+	// the web console, a client of this API like any other.
+	Console http.Handler
 }
 
 // server implements StrictServerInterface over the engine.
@@ -118,11 +129,17 @@ func New(cfg Config) (http.Handler, error) {
 	for pattern := range g.ops {
 		outer.Handle(pattern, g.middleware(inner))
 	}
-	// Anything the document does not name is a JSON 404, not the mux's
-	// text one.
-	outer.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	// Anything under /api/ the document does not name is a JSON 404, not
+	// the mux's text one; so is everything else when there is no console.
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no operation %s %s", r.Method, r.URL.Path), "")
 	})
+	outer.Handle("/api/", notFound)
+	if cfg.Console != nil {
+		outer.Handle("/", cfg.Console)
+	} else {
+		outer.Handle("/", notFound)
+	}
 	return outer, nil
 }
 

@@ -184,7 +184,7 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 		e.be, e.ownBE = be, true
 	}
 	e.ms = msgstore.New(e.be)
-	e.access = access.New(e.be.EngineStore())
+	e.access = access.New(e.be.EngineStore(), access.Policy{})
 	if err := e.buildHost(opts); err != nil {
 		e.Close()
 		return nil, err

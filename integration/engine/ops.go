@@ -141,9 +141,11 @@ func summary(m *msgstore.Message) api.MessageSummary {
 		return &s
 	}
 	lane := m.Lane
+	routed, _ := m.Meta["origin_id"].(string)
+	edited, _ := m.Meta["edited_from"].(string)
 	return api.MessageSummary{Id: m.ID, Interface: m.Interface, ReceivedAt: m.ReceivedAt.UTC(), Status: m.Status,
 		OrderingKey: opt(m.Key), Lane: &lane, DedupeKey: opt(m.DedupeKey), DuplicateOf: opt(m.DuplicateOf),
-		Origin: opt(m.Origin), Size: len(m.Payload)}
+		Origin: opt(m.Origin), RoutedFrom: opt(routed), EditedFrom: opt(edited), Size: len(m.Payload)}
 }
 
 // message reads a message; an unknown ID is actor.ErrNotFound naming it.

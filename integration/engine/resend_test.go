@@ -16,8 +16,9 @@ import (
 
 // resendEngine runs an interface whose one lane (partitions 1) sends to
 // an HTTP receiver, and whose transform holds (quarantines) a message
-// with MRN HOLD the first time it sees it: its resend runs the transform
-// again and passes. The isolate keeps the transform's globals between
+// with MRN HOLD the first time it sees it (its resend runs the transform
+// again and passes) and every message with MRN BAD (only a corrected copy
+// passes). The isolate keeps the transform's globals between
 // calls.
 func resendEngine(t *testing.T, be ixstore.Backend) (e *Engine, base, mllpAddr string, recv *receiver) {
 	t.Helper()
@@ -38,6 +39,9 @@ destinations:
 var held = {};
 function transform(msg) {
   var id = msg.get("MSH-10");
+  if (msg.get("PID-3.1") === "BAD") {
+    quarantine("bad MRN");
+  }
   if (msg.get("PID-3.1") === "HOLD" && !held[id]) {
     held[id] = true;
     quarantine("held for review");
@@ -151,6 +155,7 @@ func TestAPIResend(t *testing.T) {
 		if q := quarantined(); q != 2 {
 			t.Fatalf("quarantined count %d before the resends, want 2 (A1's send, H1's transform)", q)
 		}
+		checkQuarantineList(t, base, viewer, []string{h1, a1}, []string{"lane", "send"})
 
 		if st, b := call(t, base, viewer, "POST", "/api/v1/messages/"+a1+"/resend", ""); st != 403 {
 			t.Fatalf("a viewer's resend: %d %s", st, b)
@@ -172,6 +177,7 @@ func TestAPIResend(t *testing.T) {
 		if q := quarantined(); q != 0 {
 			t.Fatalf("quarantined count %d after the resends", q)
 		}
+		checkQuarantineList(t, base, viewer, nil, nil)
 
 		// Nothing quarantined is left: a plain resend is refused, a named
 		// destination replays the sent delivery.
@@ -305,4 +311,45 @@ func TestAPIDismiss(t *testing.T) {
 			t.Fatalf("the audit log lacks the dismissals' reasons: %+v", audit.Entries)
 		}
 	})
+}
+
+// checkQuarantineList pages GET /quarantine one item at a time and checks
+// it lists exactly the messages ids (newest first) stopped where stops
+// say; an unknown interface is 404 and a cursor it did not make 400.
+func checkQuarantineList(t *testing.T, base, token string, ids, stops []string) {
+	t.Helper()
+	var got, gotStops []string
+	next := ""
+	for {
+		var page api.QuarantinePage
+		path := "/api/v1/quarantine?limit=1"
+		if next != "" {
+			path += "&before=" + next
+		}
+		callJSON(t, base, token, "GET", path, "", 200, &page)
+		for _, it := range page.Items {
+			if it.Interface != "adt" || it.Destination != "out" || it.Reason == "" || it.ReceivedAt == nil {
+				t.Fatalf("quarantine item: %+v", it)
+			}
+			got, gotStops = append(got, it.MessageId), append(gotStops, string(it.StoppedAt))
+		}
+		if page.Next == nil || len(got) > len(ids)+1 {
+			break
+		}
+		next = *page.Next
+	}
+	if strings.Join(got, ",") != strings.Join(ids, ",") || strings.Join(gotStops, ",") != strings.Join(stops, ",") {
+		t.Fatalf("quarantine lists %v stopped at %v; want %v at %v", got, gotStops, ids, stops)
+	}
+	var one api.QuarantinePage
+	callJSON(t, base, token, "GET", "/api/v1/quarantine?interface=adt", "", 200, &one)
+	if len(one.Items) != len(ids) {
+		t.Fatalf("the interface's quarantine has %d items, want %d", len(one.Items), len(ids))
+	}
+	if st, b := call(t, base, token, "GET", "/api/v1/quarantine?interface=nope", ""); st != 404 || !bytes.Contains(b, []byte("nope")) {
+		t.Fatalf("an unknown interface: %d %s", st, b)
+	}
+	if st, b := call(t, base, token, "GET", "/api/v1/quarantine?before=yesterday", ""); st != 400 || !bytes.Contains(b, []byte("yesterday")) {
+		t.Fatalf("a bad cursor: %d %s", st, b)
+	}
 }

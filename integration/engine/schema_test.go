@@ -13,7 +13,8 @@ import (
 
 // engineTables are the tables of the engine's migration line.
 var engineTables = []string{"ductus_ix_messages", "ductus_ix_deliveries", "ductus_ix_dedupe", "ductus_ix_source_state",
-	"ductus_ix_tokens", "ductus_ix_audit", "ductus_ix_schema_migrations"}
+	"ductus_ix_tokens", "ductus_ix_audit", "ductus_ix_dismissals", "ductus_ix_pauses", "ductus_ix_users", "ductus_ix_sessions",
+	"ductus_ix_schema_migrations"}
 
 // The engine's tables are the engine's: the runtime's Open creates none of
 // them (a runtime-only user such as examples/counter gets only the

@@ -118,6 +118,40 @@ type Store interface {
 	// has that ID.
 	TokenRevoke(ctx context.Context, p *TokenRevokeParams) (bool, error)
 
+	// UserInsert stores a new account in a transaction of its own; false
+	// (and nothing written) when the name is taken.
+	UserInsert(ctx context.Context, p *UserInsertParams) (bool, error)
+	// UserGet reads an account by name, on the read connections.
+	UserGet(ctx context.Context, p *UserGetParams) (User, bool, error)
+	// UserList lists every account by name.
+	UserList(ctx context.Context) ([]User, error)
+	// UserUpdate changes an account's role, permissions and disabled
+	// flag; disabling it ends its sessions in the same transaction.
+	// False when there is no such account.
+	UserUpdate(ctx context.Context, p *UserUpdateParams) (bool, error)
+	// UserSetPassword sets an account's password (see the params); false
+	// when there is no such account.
+	UserSetPassword(ctx context.Context, p *UserSetPasswordParams) (bool, error)
+	// UserLoginFailed counts a wrong password, atomically with other
+	// sign-ins of the same name, and locks the account at the limit; it
+	// returns whether this failure locked it. An unknown name is no error.
+	UserLoginFailed(ctx context.Context, p *UserLoginFailedParams) (locked bool, err error)
+	// UserLoginSucceeded clears an account's failed sign-ins.
+	UserLoginSucceeded(ctx context.Context, p *UserLoginSucceededParams) error
+
+	// SessionInsert stores a new browser session (its hash, never the
+	// secret). A duplicate hash is an error.
+	SessionInsert(ctx context.Context, p *SessionInsertParams) error
+	// SessionByHash finds a session by the hash of its secret, on the
+	// read connections; the caller checks its times.
+	SessionByHash(ctx context.Context, p *SessionByHashParams) (Session, bool, error)
+	// SessionTouch moves a session's LastSeen forward to At (never back).
+	SessionTouch(ctx context.Context, p *SessionTouchParams) error
+	// SessionDelete ends sessions (see the params) and returns how many.
+	SessionDelete(ctx context.Context, p *SessionDeleteParams) (int64, error)
+	// SessionPrune deletes expired and idle sessions and returns how many.
+	SessionPrune(ctx context.Context, p *SessionPruneParams) (int64, error)
+
 	// AuditInsert writes one audit row in tx, so it commits with the
 	// change it describes, or (nil tx) in a transaction of its own.
 	AuditInsert(ctx context.Context, tx store.Tx, p *AuditInsertParams) error

@@ -1,8 +1,9 @@
 // Package ixstoretest is the conformance suite of the engine store's
 // operator API methods (ixstore.Store's tokens, audit log, delivery
-// relinks and dismissals, and pauses): the same
-// assertions on every backend. An adapter's test opens a fresh database,
-// migrates the engine's line (EngineStore().SchemaMigrate) and calls Run.
+// relinks and dismissals, pauses, and local accounts with their browser
+// sessions): the same assertions on every backend. An adapter's test
+// opens a fresh database, migrates the engine's line
+// (EngineStore().SchemaMigrate) and calls Run.
 //
 // The subtests share that one database, so each writes rows of its own
 // (IDs, hashes, actors and actions made unique per run) and reads back only
@@ -40,6 +41,12 @@ func Run(t *testing.T, be ixstore.Backend) {
 	}
 	for name, fn := range pauseTests {
 		tests["Pause/"+name] = fn
+	}
+	for name, fn := range userTests {
+		tests["User/"+name] = fn
+	}
+	for name, fn := range sessionTests {
+		tests["Session/"+name] = fn
 	}
 	names := make([]string, 0, len(tests))
 	for name := range tests {

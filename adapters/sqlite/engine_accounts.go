@@ -1,0 +1,162 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/ductus/ductus/adapters/internal/sqlrow"
+	"github.com/ductus/ductus/integration/ixstore"
+)
+
+// The local accounts' part of the engine store on SQLite: users and their
+// browser sessions. Writes run on the writer connection in a transaction
+// of their own (an account's change and the sessions it ends commit
+// together); reads run on the read pool. The one writer serialises
+// concurrent sign-ins, so each failure is counted.
+
+// UserInsert implements ixstore.Store.
+func (s engineStore) UserInsert(ctx context.Context, p *ixstore.UserInsertParams) (bool, error) {
+	args, err := sqlrow.IXUserArgs(&p.User)
+	if err != nil {
+		return false, err
+	}
+	n, err := s.writeOne(ctx, "insert an account", `INSERT INTO ductus_ix_users`+sqlrow.IXUserInsertValues+` ON CONFLICT (name) DO NOTHING`, args...)
+	return n > 0, err
+}
+
+// UserGet implements ixstore.Store.
+func (s engineStore) UserGet(ctx context.Context, p *ixstore.UserGetParams) (ixstore.User, bool, error) {
+	users, err := readAll(ctx, s.b, "read an account", sqlrow.ScanIXUser, sqlrow.IXUserGet, p.Name)
+	if err != nil || len(users) == 0 {
+		return ixstore.User{}, false, err
+	}
+	return users[0], true, nil
+}
+
+// UserList implements ixstore.Store.
+func (s engineStore) UserList(ctx context.Context) ([]ixstore.User, error) {
+	return readAll(ctx, s.b, "list accounts", sqlrow.ScanIXUser, sqlrow.IXUserList)
+}
+
+// UserUpdate implements ixstore.Store.
+func (s engineStore) UserUpdate(ctx context.Context, p *ixstore.UserUpdateParams) (bool, error) {
+	args, err := sqlrow.IXUserUpdateArgs(p)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.b.write(ctx, nil, func(tx *wtx) error {
+		var err error
+		if n, err = s.b.exec(ctx, tx, "update an account", sqlrow.IXUserUpdate, args...); err != nil || n == 0 || !p.Disabled {
+			return err
+		}
+		_, err = s.b.exec(ctx, tx, "end a disabled account's sessions", sqlrow.IXSessionDeleteUser, p.Name, "")
+		return err
+	})
+	return n > 0, err
+}
+
+// UserSetPassword implements ixstore.Store.
+func (s engineStore) UserSetPassword(ctx context.Context, p *ixstore.UserSetPasswordParams) (bool, error) {
+	set, end, err := sqlrow.IXUserSetPasswordArgs(p)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.b.write(ctx, nil, func(tx *wtx) error {
+		var err error
+		if n, err = s.b.exec(ctx, tx, "set a password", sqlrow.IXUserSetPassword, set...); err != nil || n == 0 {
+			return err
+		}
+		_, err = s.b.exec(ctx, tx, "end an account's other sessions", sqlrow.IXSessionDeleteUser, end...)
+		return err
+	})
+	return n > 0, err
+}
+
+// UserLoginFailed implements ixstore.Store: the count the update returns
+// is 0 exactly when it locked the account.
+func (s engineStore) UserLoginFailed(ctx context.Context, p *ixstore.UserLoginFailedParams) (bool, error) {
+	args, err := sqlrow.IXUserLoginFailedArgs(p)
+	if err != nil {
+		return false, err
+	}
+	locked := false
+	err = s.b.write(ctx, nil, func(tx *wtx) error {
+		var count int
+		err := tx.QueryRowContext(ctx, sqlrow.IXUserLoginFailed+` RETURNING failed_logins`, args...).Scan(&count)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		locked = err == nil && count == 0
+		return classify("count a failed sign-in", err)
+	})
+	return locked, err
+}
+
+// UserLoginSucceeded implements ixstore.Store.
+func (s engineStore) UserLoginSucceeded(ctx context.Context, p *ixstore.UserLoginSucceededParams) error {
+	_, err := s.writeOne(ctx, "clear failed sign-ins", sqlrow.IXUserLoginSucceeded, p.Name)
+	return err
+}
+
+// SessionInsert implements ixstore.Store.
+func (s engineStore) SessionInsert(ctx context.Context, p *ixstore.SessionInsertParams) error {
+	args, err := sqlrow.IXSessionArgs(&p.Session)
+	if err != nil {
+		return err
+	}
+	_, err = s.writeOne(ctx, "insert a session", sqlrow.IXSessionInsert, args...)
+	return err
+}
+
+// SessionByHash implements ixstore.Store.
+func (s engineStore) SessionByHash(ctx context.Context, p *ixstore.SessionByHashParams) (ixstore.Session, bool, error) {
+	// The hash is the key: at most one row.
+	sessions, err := readAll(ctx, s.b, "find a session", sqlrow.ScanIXSession, sqlrow.IXSessionByHash, p.Hash)
+	if err != nil || len(sessions) == 0 {
+		return ixstore.Session{}, false, err
+	}
+	return sessions[0], true, nil
+}
+
+// SessionTouch implements ixstore.Store.
+func (s engineStore) SessionTouch(ctx context.Context, p *ixstore.SessionTouchParams) error {
+	args, err := sqlrow.IXSessionTouchArgs(p)
+	if err != nil {
+		return err
+	}
+	_, err = s.writeOne(ctx, "touch a session", sqlrow.IXSessionTouch, args...)
+	return err
+}
+
+// SessionDelete implements ixstore.Store.
+func (s engineStore) SessionDelete(ctx context.Context, p *ixstore.SessionDeleteParams) (int64, error) {
+	st, err := sqlrow.IXSessionDelete(p)
+	if err != nil {
+		return 0, err
+	}
+	return s.writeOne(ctx, "end sessions", st.SQL, st.Args...)
+}
+
+// SessionPrune implements ixstore.Store.
+func (s engineStore) SessionPrune(ctx context.Context, p *ixstore.SessionPruneParams) (int64, error) {
+	st := sqlrow.IXSessionPrune(p)
+	if st.SQL == "" {
+		return 0, nil
+	}
+	return s.writeOne(ctx, "prune sessions", st.SQL, st.Args...)
+}
+
+// writeOne runs one statement in a write transaction of its own and
+// returns the rows it changed.
+func (s engineStore) writeOne(ctx context.Context, op, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.b.write(ctx, nil, func(tx *wtx) error {
+		var err error
+		n, err = s.b.exec(ctx, tx, op, query, args...)
+		return err
+	})
+	return n, err
+}
