@@ -33,6 +33,8 @@ var Table = map[string]Rule{
 	"getMessagePayload": {Role: Viewer, Perm: Payloads, Audited: true},
 	"resendMessage":     {Role: Operator, Audited: true},
 	"dismissMessage":    {Role: Operator, Audited: true},
+	"bulkResend":        {Role: Operator, Audited: true},
+	"bulkDismiss":       {Role: Operator, Audited: true},
 	// Editing shows the payload and writes a new one: the payloads
 	// permission as well.
 	"editMessage":       {Role: Operator, Perm: Payloads, Audited: true},
@@ -44,6 +46,7 @@ var Table = map[string]Rule{
 	"stopDrain":         {Role: Operator, Audited: true},
 	"getMetrics":        {Role: Viewer},
 	"listAudit":         {Role: Viewer, Perm: Audit},
+	"exportAudit":       {Role: Viewer, Perm: Audit, Audited: true},
 	"listTokens":        {Role: Admin},
 	"createToken":       {Role: Admin, Audited: true},
 	"revokeToken":       {Role: Admin, Audited: true},

@@ -459,6 +459,27 @@ func (e UserChangeRole) Valid() bool {
 	}
 }
 
+// Defines values for ListMessagesParamsStatus.
+const (
+	ListMessagesParamsStatusDuplicate ListMessagesParamsStatus = "duplicate"
+	ListMessagesParamsStatusPending   ListMessagesParamsStatus = "pending"
+	ListMessagesParamsStatusRejected  ListMessagesParamsStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ListMessagesParamsStatus enum.
+func (e ListMessagesParamsStatus) Valid() bool {
+	switch e {
+	case ListMessagesParamsStatusDuplicate:
+		return true
+	case ListMessagesParamsStatusPending:
+		return true
+	case ListMessagesParamsStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	Action  string                  `json:"action"`
@@ -479,6 +500,30 @@ type AuditEntryOutcome string
 type AuditPage struct {
 	Entries []AuditEntry `json:"entries"`
 	Next    *string      `json:"next,omitempty"`
+}
+
+// BulkDismissRequest defines model for BulkDismissRequest.
+type BulkDismissRequest struct {
+	Destinations *[]string `json:"destinations,omitempty"`
+	Ids          []string  `json:"ids"`
+	Reason       string    `json:"reason"`
+}
+
+// BulkDismissed defines model for BulkDismissed.
+type BulkDismissed struct {
+	Messages []Dismissed `json:"messages"`
+}
+
+// BulkResendRequest defines model for BulkResendRequest.
+type BulkResendRequest struct {
+	// Destinations As for one message's resend, applied to each.
+	Destinations *[]string `json:"destinations,omitempty"`
+	Ids          []string  `json:"ids"`
+}
+
+// BulkResent defines model for BulkResent.
+type BulkResent struct {
+	Messages []Resent `json:"messages"`
 }
 
 // CreatedToken defines model for CreatedToken.
@@ -517,6 +562,9 @@ type Destination struct {
 
 	// Quarantined Messages whose delivery failed for good (retries exhausted) and wait for an operator.
 	Quarantined int64 `json:"quarantined"`
+
+	// SinceStart What this engine process did for the destination since it started (in memory: another engine on the database reports its own, and a restart begins again at zero).
+	SinceStart *SinceStart `json:"since_start,omitempty"`
 
 	// Type mllp, http, file or route
 	Type string `json:"type"`
@@ -713,6 +761,9 @@ type MessageSummary struct {
 
 	// Status pending, duplicate or rejected at intake
 	Status string `json:"status"`
+
+	// Type The message type (HL7: MSH-9.1^MSH-9.2).
+	Type *string `json:"type,omitempty"`
 }
 
 // NewToken defines model for NewToken.
@@ -887,6 +938,19 @@ type SignIn struct {
 	Password string `json:"password"`
 }
 
+// SinceStart What this engine process did for the destination since it started (in memory: another engine on the database reports its own, and a restart begins again at zero).
+type SinceStart struct {
+	Filtered int64 `json:"filtered"`
+
+	// LatencyP50Ms Receipt to sent, median of the latest 1,024 sends (absent before the first).
+	LatencyP50Ms *float32 `json:"latency_p50_ms,omitempty"`
+
+	// LatencyP95Ms Receipt to sent, 95th percentile of the latest 1,024 sends.
+	LatencyP95Ms *float32 `json:"latency_p95_ms,omitempty"`
+	Quarantined  int64    `json:"quarantined"`
+	Sent         int64    `json:"sent"`
+}
+
 // State What GET /events sends (event: state) whenever it changes.
 type State struct {
 	Drain      Drain       `json:"drain"`
@@ -975,6 +1039,18 @@ type ListAuditParams struct {
 	Actor  *string `form:"actor,omitempty" json:"actor,omitempty"`
 }
 
+// ExportAuditParams defines parameters for ExportAudit.
+type ExportAuditParams struct {
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+	Actor  *string `form:"actor,omitempty" json:"actor,omitempty"`
+
+	// Since Rows written at or after this time.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Rows written before this time.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+}
+
 // ListMessagesParams defines parameters for ListMessages.
 type ListMessagesParams struct {
 	// Before A keyset cursor, the `next` of the previous page.
@@ -982,7 +1058,28 @@ type ListMessagesParams struct {
 
 	// Limit How many rows a page holds (1 to 500, default 50).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Key The ordering key exactly (e.g. the MRN).
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
+
+	// DedupeKey The dedupe key exactly (e.g. MSH-10).
+	DedupeKey *string `form:"dedupe_key,omitempty" json:"dedupe_key,omitempty"`
+
+	// Type The message type exactly (HL7: MSH-9.1^MSH-9.2, e.g. ADT^A01).
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// Status The intake status.
+	Status *ListMessagesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Since Received at or after this time (to the millisecond).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Received before this time (to the millisecond).
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
+
+// ListMessagesParamsStatus defines parameters for ListMessages.
+type ListMessagesParamsStatus string
 
 // ListQuarantineParams defines parameters for ListQuarantine.
 type ListQuarantineParams struct {
@@ -1002,6 +1099,12 @@ type PauseDestinationJSONRequestBody = PauseRequest
 
 // ChangePasswordJSONRequestBody defines body for ChangePassword for application/json ContentType.
 type ChangePasswordJSONRequestBody = PasswordChange
+
+// BulkDismissJSONRequestBody defines body for BulkDismiss for application/json ContentType.
+type BulkDismissJSONRequestBody = BulkDismissRequest
+
+// BulkResendJSONRequestBody defines body for BulkResend for application/json ContentType.
+type BulkResendJSONRequestBody = BulkResendRequest
 
 // DismissMessageJSONRequestBody defines body for DismissMessage for application/json ContentType.
 type DismissMessageJSONRequestBody = DismissRequest
@@ -1032,6 +1135,9 @@ type ServerInterface interface {
 	// ListAudit The audit log, newest first (the audit permission).
 	// (GET /api/v1/audit)
 	ListAudit(w http.ResponseWriter, r *http.Request, params ListAuditParams)
+	// ExportAudit The audit log as NDJSON, oldest first (the audit permission); the export is itself audited.
+	// (GET /api/v1/audit/export)
+	ExportAudit(w http.ResponseWriter, r *http.Request, params ExportAuditParams)
 	// StopDrain Open this engine's gates again (operator).
 	// (DELETE /api/v1/drain)
 	StopDrain(w http.ResponseWriter, r *http.Request)
@@ -1059,7 +1165,7 @@ type ServerInterface interface {
 	// PauseDestination Pause a destination (operator); its messages keep arriving and wait.
 	// (POST /api/v1/interfaces/{name}/destinations/{destination}/pause)
 	PauseDestination(w http.ResponseWriter, r *http.Request, name string, destination string)
-	// ListMessages An interface's stored messages, newest first, a page at a time.
+	// ListMessages An interface's stored messages, newest first, a page at a time, filtered.
 	// (GET /api/v1/interfaces/{name}/messages)
 	ListMessages(w http.ResponseWriter, r *http.Request, name string, params ListMessagesParams)
 	// WhoAmI Who the credentials belong to, and what they may do.
@@ -1071,6 +1177,12 @@ type ServerInterface interface {
 	// DeleteOtherSessions Sign out every other session of this account.
 	// (DELETE /api/v1/me/sessions)
 	DeleteOtherSessions(w http.ResponseWriter, r *http.Request)
+	// BulkDismiss Dismiss up to 500 messages' quarantined deliveries in one transaction, all or nothing (operator).
+	// (POST /api/v1/messages/dismiss)
+	BulkDismiss(w http.ResponseWriter, r *http.Request)
+	// BulkResend Resend up to 500 messages in one transaction, all or nothing (operator).
+	// (POST /api/v1/messages/resend)
+	BulkResend(w http.ResponseWriter, r *http.Request)
 	// GetMessage A message's keys and every delivery's status, attempts and last error (no payload).
 	// (GET /api/v1/messages/{id})
 	GetMessage(w http.ResponseWriter, r *http.Request, id string)
@@ -1196,6 +1308,78 @@ func (siw *ServerInterfaceWrapper) ListAudit(w http.ResponseWriter, r *http.Requ
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListAudit(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExportAudit operation middleware
+func (siw *ServerInterfaceWrapper) ExportAudit(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportAuditParams
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", r.URL.Query(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "action"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "action", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "actor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "actor", r.URL.Query(), &params.Actor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "actor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "actor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", r.URL.Query(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "since"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "since", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", r.URL.Query(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "until"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "until", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExportAudit(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1417,6 +1601,84 @@ func (siw *ServerInterfaceWrapper) ListMessages(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// ------------- Optional query parameter "key" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key", r.URL.Query(), &params.Key, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "key"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "key", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "dedupe_key" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dedupe_key", r.URL.Query(), &params.DedupeKey, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "dedupe_key"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "dedupe_key", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", r.URL.Query(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "type"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "type", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", r.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "status"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "status", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", r.URL.Query(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "since"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "since", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", r.URL.Query(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "until"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "until", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListMessages(w, r, name, params)
 	}))
@@ -1461,6 +1723,34 @@ func (siw *ServerInterfaceWrapper) DeleteOtherSessions(w http.ResponseWriter, r 
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DeleteOtherSessions(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// BulkDismiss operation middleware
+func (siw *ServerInterfaceWrapper) BulkDismiss(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.BulkDismiss(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// BulkResend operation middleware
+func (siw *ServerInterfaceWrapper) BulkResend(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.BulkResend(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2000,6 +2290,9 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/api/v1/users/{name}", wrapper.UpdateUser)
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/api/v1/users/{name}/password", wrapper.ResetPassword)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/quarantine", wrapper.ListQuarantine)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/audit/export", wrapper.ExportAudit)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/resend", wrapper.BulkResend)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/messages/dismiss", wrapper.BulkDismiss)
 
 	return m
 }
@@ -2034,6 +2327,74 @@ type ListAuditdefaultJSONResponse struct {
 }
 
 func (response ListAuditdefaultJSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportAuditRequestObject struct {
+	Params ExportAuditParams
+}
+
+type ExportAuditResponseObject interface {
+	VisitExportAuditResponse(w http.ResponseWriter) error
+}
+
+type ExportAudit200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ExportAudit200ApplicationxNdjsonResponse) VisitExportAuditResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportAuditdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ExportAuditdefaultJSONResponse) VisitExportAuditResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2537,6 +2898,84 @@ type DeleteOtherSessionsdefaultJSONResponse struct {
 }
 
 func (response DeleteOtherSessionsdefaultJSONResponse) VisitDeleteOtherSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BulkDismissRequestObject struct {
+	Body *BulkDismissJSONRequestBody
+}
+
+type BulkDismissResponseObject interface {
+	VisitBulkDismissResponse(w http.ResponseWriter) error
+}
+
+type BulkDismiss200JSONResponse BulkDismissed
+
+func (response BulkDismiss200JSONResponse) VisitBulkDismissResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BulkDismissdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response BulkDismissdefaultJSONResponse) VisitBulkDismissResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BulkResendRequestObject struct {
+	Body *BulkResendJSONRequestBody
+}
+
+type BulkResendResponseObject interface {
+	VisitBulkResendResponse(w http.ResponseWriter) error
+}
+
+type BulkResend200JSONResponse BulkResent
+
+func (response BulkResend200JSONResponse) VisitBulkResendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BulkResenddefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response BulkResenddefaultJSONResponse) VisitBulkResendResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3196,6 +3635,9 @@ type StrictServerInterface interface {
 	// ListAudit The audit log, newest first (the audit permission).
 	// (GET /api/v1/audit)
 	ListAudit(ctx context.Context, request ListAuditRequestObject) (ListAuditResponseObject, error)
+	// ExportAudit The audit log as NDJSON, oldest first (the audit permission); the export is itself audited.
+	// (GET /api/v1/audit/export)
+	ExportAudit(ctx context.Context, request ExportAuditRequestObject) (ExportAuditResponseObject, error)
 	// StopDrain Open this engine's gates again (operator).
 	// (DELETE /api/v1/drain)
 	StopDrain(ctx context.Context, request StopDrainRequestObject) (StopDrainResponseObject, error)
@@ -3223,7 +3665,7 @@ type StrictServerInterface interface {
 	// PauseDestination Pause a destination (operator); its messages keep arriving and wait.
 	// (POST /api/v1/interfaces/{name}/destinations/{destination}/pause)
 	PauseDestination(ctx context.Context, request PauseDestinationRequestObject) (PauseDestinationResponseObject, error)
-	// ListMessages An interface's stored messages, newest first, a page at a time.
+	// ListMessages An interface's stored messages, newest first, a page at a time, filtered.
 	// (GET /api/v1/interfaces/{name}/messages)
 	ListMessages(ctx context.Context, request ListMessagesRequestObject) (ListMessagesResponseObject, error)
 	// WhoAmI Who the credentials belong to, and what they may do.
@@ -3235,6 +3677,12 @@ type StrictServerInterface interface {
 	// DeleteOtherSessions Sign out every other session of this account.
 	// (DELETE /api/v1/me/sessions)
 	DeleteOtherSessions(ctx context.Context, request DeleteOtherSessionsRequestObject) (DeleteOtherSessionsResponseObject, error)
+	// BulkDismiss Dismiss up to 500 messages' quarantined deliveries in one transaction, all or nothing (operator).
+	// (POST /api/v1/messages/dismiss)
+	BulkDismiss(ctx context.Context, request BulkDismissRequestObject) (BulkDismissResponseObject, error)
+	// BulkResend Resend up to 500 messages in one transaction, all or nothing (operator).
+	// (POST /api/v1/messages/resend)
+	BulkResend(ctx context.Context, request BulkResendRequestObject) (BulkResendResponseObject, error)
 	// GetMessage A message's keys and every delivery's status, attempts and last error (no payload).
 	// (GET /api/v1/messages/{id})
 	GetMessage(ctx context.Context, request GetMessageRequestObject) (GetMessageResponseObject, error)
@@ -3346,6 +3794,32 @@ func (sh *strictHandler) ListAudit(w http.ResponseWriter, r *http.Request, param
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ListAuditResponseObject); ok {
 		if err := validResponse.VisitListAuditResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExportAudit operation middleware
+func (sh *strictHandler) ExportAudit(w http.ResponseWriter, r *http.Request, params ExportAuditParams) {
+	var request ExportAuditRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportAudit(ctx, request.(ExportAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportAudit")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ExportAuditResponseObject); ok {
+		if err := validResponse.VisitExportAuditResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3691,6 +4165,68 @@ func (sh *strictHandler) DeleteOtherSessions(w http.ResponseWriter, r *http.Requ
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(DeleteOtherSessionsResponseObject); ok {
 		if err := validResponse.VisitDeleteOtherSessionsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// BulkDismiss operation middleware
+func (sh *strictHandler) BulkDismiss(w http.ResponseWriter, r *http.Request) {
+	var request BulkDismissRequestObject
+
+	var body BulkDismissJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.BulkDismiss(ctx, request.(BulkDismissRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BulkDismiss")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(BulkDismissResponseObject); ok {
+		if err := validResponse.VisitBulkDismissResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// BulkResend operation middleware
+func (sh *strictHandler) BulkResend(w http.ResponseWriter, r *http.Request) {
+	var request BulkResendRequestObject
+
+	var body BulkResendJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.BulkResend(ctx, request.(BulkResendRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BulkResend")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(BulkResendResponseObject); ok {
+		if err := validResponse.VisitBulkResendResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

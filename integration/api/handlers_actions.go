@@ -68,6 +68,48 @@ func (s *server) DismissMessage(ctx context.Context, req DismissMessageRequestOb
 	return DismissMessage200JSONResponse{Message: req.Id, Destinations: done}, nil
 }
 
+// bulkDetail is a bulk action's audit detail: the IDs, and the
+// destinations when named.
+func bulkDetail(ids, dests []string) map[string]any {
+	d := destinations(dests)
+	d["ids"] = ids
+	return d
+}
+
+func (s *server) BulkResend(ctx context.Context, req BulkResendRequestObject) (BulkResendResponseObject, error) {
+	var dests []string
+	if req.Body.Destinations != nil {
+		dests = *req.Body.Destinations
+	}
+	var out []Resent
+	err := s.audited(ctx, "bulkResend", fmt.Sprintf("%d messages", len(req.Body.Ids)), bulkDetail(req.Body.Ids, dests), func() (err error) {
+		out, err = s.eng.BulkResend(ctx, req.Body.Ids, dests)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return BulkResend200JSONResponse{Messages: out}, nil
+}
+
+func (s *server) BulkDismiss(ctx context.Context, req BulkDismissRequestObject) (BulkDismissResponseObject, error) {
+	var dests []string
+	if req.Body.Destinations != nil {
+		dests = *req.Body.Destinations
+	}
+	detail := bulkDetail(req.Body.Ids, dests)
+	detail["reason"] = req.Body.Reason
+	var out []Dismissed
+	err := s.audited(ctx, "bulkDismiss", fmt.Sprintf("%d messages", len(req.Body.Ids)), detail, func() (err error) {
+		out, err = s.eng.BulkDismiss(ctx, req.Body.Ids, dests, principalFrom(ctx).Name, req.Body.Reason)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return BulkDismiss200JSONResponse{Messages: out}, nil
+}
+
 func (s *server) EditMessage(ctx context.Context, req EditMessageRequestObject) (EditMessageResponseObject, error) {
 	var dests []string
 	if req.Body.Destinations != nil {

@@ -62,12 +62,25 @@ func (s *server) ListInterfaces(ctx context.Context, _ ListInterfacesRequestObje
 
 func (s *server) ListMessages(ctx context.Context, req ListMessagesRequestObject) (ListMessagesResponseObject, error) {
 	limit := pageSize(req.Params.Limit)
-	before := ""
-	if req.Params.Before != nil {
-		before = *req.Params.Before
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
 	}
 	// One more than the page, to know whether another page follows.
-	msgs, err := s.eng.Messages(ctx, req.Name, before, limit+1)
+	q := MessageQuery{Interface: req.Name, Before: str(req.Params.Before), Limit: limit + 1, Key: str(req.Params.Key),
+		DedupeKey: str(req.Params.DedupeKey), Type: str(req.Params.Type)}
+	if req.Params.Status != nil {
+		q.Status = string(*req.Params.Status)
+	}
+	if req.Params.Since != nil {
+		q.Since = *req.Params.Since
+	}
+	if req.Params.Until != nil {
+		q.Until = *req.Params.Until
+	}
+	msgs, err := s.eng.Messages(ctx, q)
 	if err != nil {
 		return nil, err
 	}

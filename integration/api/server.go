@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,9 +25,8 @@ type Engine interface {
 	// Interfaces is every interface with its state and each
 	// destination's counts, in the project's order.
 	Interfaces(ctx context.Context) ([]Interface, error)
-	// Messages pages an interface's messages, newest first, before the
-	// message ID before ("" from the newest).
-	Messages(ctx context.Context, iface, before string, limit int) ([]MessageSummary, error)
+	// Messages pages an interface's messages, newest first, filtered.
+	Messages(ctx context.Context, q MessageQuery) ([]MessageSummary, error)
 	// Quarantine pages the quarantined deliveries of one interface (or
 	// of all, iface ""), newest first, before the cursor before.
 	Quarantine(ctx context.Context, iface, before string, limit int) (QuarantinePage, error)
@@ -38,6 +38,13 @@ type Engine interface {
 	// empty) its deliveries to those destinations whatever they ended as.
 	// Nothing to resend, or a named delivery still pending, is ErrConflict.
 	Resend(ctx context.Context, id string, dests []string) ([]ResentDelivery, error)
+	// BulkResend resends many messages in one transaction, all or
+	// nothing (each as Resend would pick, every delivery to its lane's
+	// tail).
+	BulkResend(ctx context.Context, ids, dests []string) ([]Resent, error)
+	// BulkDismiss dismisses many messages' deliveries in one transaction,
+	// all or nothing.
+	BulkDismiss(ctx context.Context, ids, dests []string, by, reason string) ([]Dismissed, error)
 	// Edit queues a corrected copy of a message (payload) to its
 	// quarantined deliveries' destinations (dests empty) or to the named
 	// ones, and dismisses the original's quarantined deliveries as
@@ -64,6 +71,21 @@ type Engine interface {
 	State(ctx context.Context) (State, error)
 	// Gatherer is the engine's Prometheus registry.
 	Gatherer() prometheus.Gatherer
+}
+
+// MessageQuery is a page of an interface's messages: before the message
+// ID Before ("" from the newest), at most Limit, and only those matching
+// every filter set.
+type MessageQuery struct {
+	Interface string
+	Before    string
+	Limit     int
+	Key       string    // the ordering key
+	DedupeKey string    // the dedupe key
+	Type      string    // the message type (HL7: ADT^A01)
+	Status    string    // the intake status
+	Since     time.Time // received at or after (to the millisecond)
+	Until     time.Time // received before
 }
 
 // Config is what New needs.

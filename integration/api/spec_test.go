@@ -96,3 +96,4 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		t.Fatal("api.gen.go is stale: run go generate ./integration/api and commit the result")
 	}
 }
+

@@ -179,13 +179,20 @@ func TestAPIAccessByRole(t *testing.T) {
 			"getEvents":  func() (string, string, string) { return "GET", "/api/v1/events", "" },
 			"startDrain": func() (string, string, string) { return "POST", "/api/v1/drain", "" },
 			"stopDrain":  func() (string, string, string) { return "DELETE", "/api/v1/drain", "" },
+			"bulkResend": func() (string, string, string) {
+				return "POST", "/api/v1/messages/resend", `{"ids":["` + msgID + `"]}`
+			},
+			"bulkDismiss": func() (string, string, string) {
+				return "POST", "/api/v1/messages/dismiss", `{"ids":["` + msgID + `"],"reason":"access test"}`
+			},
 			"editMessage": func() (string, string, string) {
 				return "POST", "/api/v1/messages/" + msgID + "/edit", `{"reason":"access test","payload":` + string(mustJSON(string(hl7With("API1", "MRN8", "")))) + `}`
 			},
 			"dismissMessage": func() (string, string, string) {
 				return "POST", "/api/v1/messages/" + msgID + "/dismiss", `{"reason":"access test"}`
 			},
-			"listAudit":  func() (string, string, string) { return "GET", "/api/v1/audit", "" },
+			"listAudit":   func() (string, string, string) { return "GET", "/api/v1/audit", "" },
+			"exportAudit": func() (string, string, string) { return "GET", "/api/v1/audit/export?action=createToken", "" },
 			"listTokens": func() (string, string, string) { return "GET", "/api/v1/tokens", "" },
 			"createToken": func() (string, string, string) {
 				return "POST", "/api/v1/tokens", `{"name":"made","role":"viewer","permissions":["payloads"]}`
@@ -286,6 +293,19 @@ func TestAPIMessagesAuditAndRevocation(t *testing.T) {
 		if list.Interfaces[0].State != "running" || counts["archive"] != [2]int64{0, 0} || counts["emr"] != [2]int64{0, 1} {
 			t.Fatalf("interfaces: %+v (pending, quarantined by destination: %v)", list, counts)
 		}
+		// Since this engine started: archive sent one (with its latency),
+		// emr quarantined one and sent none.
+		for _, d := range list.Interfaces[0].Destinations {
+			ss := d.SinceStart
+			switch {
+			case ss == nil:
+				t.Fatalf("%s: no since_start", d.Name)
+			case d.Name == "archive" && (ss.Sent != 1 || ss.Quarantined != 0 || ss.LatencyP50Ms == nil || *ss.LatencyP50Ms <= 0 || *ss.LatencyP95Ms < *ss.LatencyP50Ms):
+				t.Fatalf("archive since start: %+v", *ss)
+			case d.Name == "emr" && (ss.Sent != 0 || ss.Quarantined != 1 || ss.LatencyP50Ms != nil):
+				t.Fatalf("emr since start: %+v", *ss)
+			}
+		}
 
 		var p api.MessagePayload
 		callJSON(t, base, full, "GET", "/api/v1/messages/"+id+"/payload", "", 200, &p)
@@ -307,6 +327,25 @@ func TestAPIMessagesAuditAndRevocation(t *testing.T) {
 		callJSON(t, base, full, "GET", "/api/v1/audit?action=getMessagePayload", "", 200, &audit)
 		if len(audit.Entries) != 1 || audit.Entries[0].Actor != "full" || audit.Entries[0].Via != "token" || *audit.Entries[0].Target != id {
 			t.Fatalf("audit: %+v", audit)
+		}
+
+		// The export: every row oldest first, one JSON object a line, its
+		// own row included; filtered by action and time.
+		st, raw := call(t, base, full, "GET", "/api/v1/audit/export", "")
+		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+		var first, last api.AuditEntry
+		if st != 200 || len(lines) < 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil {
+			t.Fatalf("export: %d %q", st, raw)
+		}
+		if first.Id >= last.Id || last.Action != "exportAudit" || last.Actor != "full" {
+			t.Fatalf("export: first %+v, last %+v", first, last)
+		}
+		future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		if st, raw := call(t, base, full, "GET", "/api/v1/audit/export?action=getMessagePayload&since="+future, ""); st != 200 || len(raw) != 0 {
+			t.Fatalf("an export of the future: %d %q", st, raw)
+		}
+		if st, raw := call(t, base, full, "GET", "/api/v1/audit/export?action=getMessagePayload&until="+future, ""); st != 200 || strings.Count(string(raw), "\n") != 1 {
+			t.Fatalf("an export of the payload reads: %d %q", st, raw)
 		}
 
 		// A token made through the API works at once and stops at once.
@@ -398,5 +437,32 @@ func TestAPIBadInput(t *testing.T) {
 	callJSON(t, base, admin, "GET", "/api/v1/tokens", "", 200, &toks)
 	if len(toks.Tokens) != 1 {
 		t.Fatalf("a refused request created a token: %+v", toks)
+	}
+}
+
+// An export longer than a page (500 rows) streams every row once, in
+// order, across the pages.
+func TestAPIAuditExportPages(t *testing.T) {
+	e, base, _ := apiEngine(t, testBackend(t))
+	_, auditor := newToken(t, e, "auditor", access.Viewer, access.Audit)
+	by := &access.Principal{Name: "bulk", Via: access.ViaCLI, Role: access.Admin}
+	for i := range 1201 {
+		if err := e.Access().Audit(context.Background(), nil, by, "bulkAction", fmt.Sprint(i), "ok", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, raw := call(t, base, auditor, "GET", "/api/v1/audit/export?actor=bulk", "")
+	if st != 200 {
+		t.Fatalf("export: %d %.300s", st, raw)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) != 1201 {
+		t.Fatalf("%d lines, want 1201", len(lines))
+	}
+	for i, l := range lines {
+		var en api.AuditEntry
+		if err := json.Unmarshal([]byte(l), &en); err != nil || en.Target == nil || *en.Target != fmt.Sprint(i) {
+			t.Fatalf("line %d: %q (%v)", i, l, err)
+		}
 	}
 }

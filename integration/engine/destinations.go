@@ -96,6 +96,9 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 						return nil, err
 					}
 					e.met.sent.WithLabelValues(dest.Interface, dest.Name).Inc()
+					if st := e.statsOf(dest.Interface, dest.Name); st != nil {
+						st.observeSent(time.Since(a.ReceivedAt))
+					}
 					return nil, nil
 				},
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ductus/ductus/integration/api"
 	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/runtime/store"
 )
 
 // Dismiss implements api.Engine: an operator gives up on a message's
@@ -33,6 +34,24 @@ func (e *Engine) Dismiss(ctx context.Context, id string, dests []string, by, rea
 		return nil, err
 	}
 	defer tx.Rollback(ctx)
+	out, err := e.dismissTx(ctx, tx, id, picked, by, reason)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("dismiss %s: commit: %w", id, err)
+	}
+	for _, d := range picked {
+		e.discardDead(ctx, id, d)
+		e.met.dismissed.WithLabelValues(m.Interface, d.Destination).Inc()
+	}
+	e.log.Info("message dismissed", "interface", m.Interface, "message", id, "destinations", out, "by", by, "reason", reason)
+	return out, nil
+}
+
+// dismissTx dismisses, in tx, the picked deliveries of message id and
+// returns their destinations.
+func (e *Engine) dismissTx(ctx context.Context, tx store.Tx, id string, picked []msgstore.DeliveryStatus, by, reason string) ([]string, error) {
 	at := time.Now().UTC()
 	out := make([]string, len(picked))
 	for i, d := range picked {
@@ -45,13 +64,5 @@ func (e *Engine) Dismiss(ctx context.Context, id string, dests []string, by, rea
 		}
 		out[i] = d.Destination
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("dismiss %s: commit: %w", id, err)
-	}
-	for _, d := range picked {
-		e.discardDead(ctx, id, d)
-		e.met.dismissed.WithLabelValues(m.Interface, d.Destination).Inc()
-	}
-	e.log.Info("message dismissed", "interface", m.Interface, "message", id, "destinations", out, "by", by, "reason", reason)
 	return out, nil
 }

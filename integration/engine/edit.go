@@ -70,6 +70,7 @@ func (e *Engine) Edit(ctx context.Context, id string, payload []byte, dests []st
 		cp.DedupeKey, _ = ir.dedupe.ExtractParsed(payload, nil)
 	}
 	cp.Lane = laneOf(cp.Key, ir.cfg.Partitions)
+	cp.Type = messageType(ir.cfg, payload, nil)
 
 	tx, err := e.begin(ctx)
 	if err != nil {

@@ -76,6 +76,7 @@ type Engine struct {
 	ms      *msgstore.Store
 	scripts *script.Host
 	ifaces  map[string]*ifaceRuntime
+	stats   map[string]*destStats // by destKey, made at New and only read after (deststats.go)
 	senders []sender
 	met     *metrics
 	reg     *prometheus.Registry
@@ -144,7 +145,7 @@ func migrate(ctx context.Context, be ixstore.Backend) error {
 // listens or sends: the database (migrated), the scripts (compiled), the
 // runtime host.
 func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, error) {
-	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}, opts: opts, startedAt: time.Now().UTC()}
+	e := &Engine{proj: proj, log: opts.Logger, ifaces: map[string]*ifaceRuntime{}, stats: map[string]*destStats{}, opts: opts, startedAt: time.Now().UTC()}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -165,6 +166,9 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 			}
 		}
 		e.ifaces[in.Name] = ir
+		for _, d := range in.Destinations {
+			e.stats[destKey(in.Name, d.Name)] = &destStats{}
+		}
 	}
 	if err := e.loadScripts(ctx); err != nil {
 		return nil, err

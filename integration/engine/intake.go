@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/hl7"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/runtime/store"
@@ -247,7 +248,7 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 		}
 		lane := laneOf(key, cfg.Partitions)
 		m := msgstore.Message{ID: p.id, Interface: cfg.Name, ReceivedAt: now, Status: msgstore.StatusPending, Key: key, Lane: lane,
-			DedupeKey: p.key, Origin: rec.Origin, Payload: rec.Payload, Meta: rec.Meta}
+			DedupeKey: p.key, Origin: rec.Origin, Type: messageType(cfg, rec.Payload, rec.Parsed), Payload: rec.Payload, Meta: rec.Meta}
 		if rec.OriginID != "" {
 			m.Meta = withMeta(m.Meta, "origin_id", rec.OriginID)
 		}
@@ -361,3 +362,25 @@ func (e *Engine) acksOf(ctx context.Context, tx store.Tx, ids []string, batch []
 	}
 	return out, nil
 }
+
+// messageType is what the message browser searches a message's type by:
+// HL7's MSH-9.1^MSH-9.2, from the intake's parse when there is one, else
+// from the header line alone; "" for other formats.
+func messageType(cfg *config.Interface, payload []byte, parsed *hl7.Message) string {
+	if cfg.Format != config.FormatHL7v2 {
+		return ""
+	}
+	t := ""
+	if parsed != nil {
+		t = hl7.SearchType(parsed)
+	} else {
+		t = hl7.TypeOf(payload)
+	}
+	if len(t) > maxTypeLen {
+		return "" // a type this long is junk; the message is still stored
+	}
+	return t
+}
+
+// maxTypeLen bounds a searchable type (the search column's width).
+const maxTypeLen = 255

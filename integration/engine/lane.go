@@ -144,6 +144,9 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 	case script.KindFiltered:
 		s.Filtered++
 		e.met.filtered.WithLabelValues(ifaceName, destName).Inc()
+		if st := e.statsOf(ifaceName, destName); st != nil {
+			st.filtered.Add(1)
+		}
 		return msgstore.LaneResult{Status: msgstore.DeliveryFiltered, Reason: res.Reason}, nil
 	case script.KindTransient:
 		return msgstore.LaneResult{}, fmt.Errorf("%w: %s", errTransient, res.Reason)
@@ -207,5 +210,8 @@ func effectName(d *config.Destination) string {
 // that now waits for a person.
 func (e *Engine) quarantined(iface, dest, msgID, reason string) {
 	e.met.quarantined.WithLabelValues(iface, dest).Inc()
+	if st := e.statsOf(iface, dest); st != nil {
+		st.quarantined.Add(1)
+	}
 	e.log.Warn("message quarantined", "interface", iface, "destination", dest, "message", msgID, "reason", reason)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ductus/ductus/integration/api"
 	"github.com/ductus/ductus/integration/config"
 	"github.com/ductus/ductus/integration/hl7"
+	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/integration/msgstore"
 	"github.com/ductus/ductus/runtime/host"
 )
@@ -67,6 +68,9 @@ func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
 				c = &destCounts{}
 			}
 			ad := api.Destination{Name: d.Name, Type: string(d.Type), Pending: c.pending, Quarantined: c.quarantined}
+			if st := e.statsOf(in.Name, d.Name); st != nil {
+				ad.SinceStart = sinceStart(st)
+			}
 			if p, ok := e.paused.get(destKey(in.Name, d.Name)); ok {
 				v := pauseView(p)
 				ad.Paused = &v
@@ -76,6 +80,19 @@ func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
 		out = append(out, it)
 	}
 	return out, nil
+}
+
+// sinceStart is a destination's in-process stats as the API shows them.
+func sinceStart(st *destStats) *api.SinceStart {
+	out := &api.SinceStart{Sent: st.sent.Load(), Quarantined: st.quarantined.Load(), Filtered: st.filtered.Load()}
+	if p50, p95, ok := st.percentiles(); ok {
+		ms := func(d time.Duration) *float32 {
+			v := float32(d.Microseconds()) / 1000
+			return &v
+		}
+		out.LatencyP50Ms, out.LatencyP95Ms = ms(p50), ms(p95)
+	}
+	return out
 }
 
 // laneCounts is each destination's pending and quarantined work, by
@@ -116,12 +133,28 @@ func describeSource(s config.Source) string {
 	}
 }
 
-// Messages implements api.Engine.
-func (e *Engine) Messages(ctx context.Context, iface, before string, limit int) ([]api.MessageSummary, error) {
-	if _, ok := e.ifaces[iface]; !ok {
-		return nil, fmt.Errorf("%w: no interface %q in this project", actor.ErrNotFound, iface)
+// Messages implements api.Engine. A time range is an ID range: IDs are
+// UUIDv7s, whose first 48 bits are the millisecond they were made at
+// (the intake's), so the filters and the page are one index range.
+func (e *Engine) Messages(ctx context.Context, q api.MessageQuery) ([]api.MessageSummary, error) {
+	if _, ok := e.ifaces[q.Interface]; !ok {
+		return nil, fmt.Errorf("%w: no interface %q in this project", actor.ErrNotFound, q.Interface)
 	}
-	msgs, err := e.ms.List(ctx, iface, before, limit)
+	p := ixstore.MessageListParams{Interface: q.Interface, Before: q.Before, Key: q.Key, DedupeKey: q.DedupeKey,
+		Type: q.Type, Status: q.Status, Limit: q.Limit}
+	if !q.Until.IsZero() {
+		if u := api.IDFloor(q.Until); p.Before == "" || u < p.Before {
+			p.Before = u
+		}
+	}
+	if !q.Since.IsZero() {
+		p.From = api.IDFloor(q.Since)
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return nil, fmt.Errorf("%w: since (%s) must be before until (%s)", actor.ErrInvalidArguments,
+			q.Since.Format(time.RFC3339Nano), q.Until.Format(time.RFC3339Nano))
+	}
+	msgs, err := e.ms.Search(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +178,7 @@ func summary(m *msgstore.Message) api.MessageSummary {
 	edited, _ := m.Meta["edited_from"].(string)
 	return api.MessageSummary{Id: m.ID, Interface: m.Interface, ReceivedAt: m.ReceivedAt.UTC(), Status: m.Status,
 		OrderingKey: opt(m.Key), Lane: &lane, DedupeKey: opt(m.DedupeKey), DuplicateOf: opt(m.DuplicateOf),
-		Origin: opt(m.Origin), RoutedFrom: opt(routed), EditedFrom: opt(edited), Size: len(m.Payload)}
+		Origin: opt(m.Origin), Type: opt(m.Type), RoutedFrom: opt(routed), EditedFrom: opt(edited), Size: len(m.Payload)}
 }
 
 // message reads a message; an unknown ID is actor.ErrNotFound naming it.

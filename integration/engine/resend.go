@@ -7,6 +7,7 @@ import (
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/api"
 	"github.com/ductus/ductus/integration/msgstore"
+	"github.com/ductus/ductus/runtime/store"
 )
 
 // Resend implements api.Engine: an operator's resend of a message's
@@ -98,24 +99,9 @@ func (e *Engine) requeue(ctx context.Context, ir *ifaceRuntime, m *msgstore.Mess
 		return err
 	}
 	defer tx.Rollback(ctx)
-	lane := laneOf(m.Key, ir.cfg.Partitions)
-	envs := make([]actor.Envelope, len(ds))
-	for i, d := range ds {
-		envs[i] = actor.Envelope{Ref: actor.Ref{Type: laneType, ID: ir.cfg.Destination(d.Destination).ActorID(lane)},
-			Message: "deliver", Args: deliverArgs{M: m.ID}}
-	}
-	ids, pks, err := e.rt.TellTx(ctx, tx, envs)
+	pks, err := e.requeueTx(ctx, tx, ir, m, ds)
 	if err != nil {
-		return fmt.Errorf("resend %s: queue: %w", m.ID, err)
-	}
-	for i, d := range ds {
-		ok, err := e.ms.Relink(ctx, tx, m.ID, d.Destination, d.LaneMessageID, int64(ids[i]))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: the delivery of %s to %s changed while it was resent (resent already?)", api.ErrConflict, m.ID, d.Destination)
-		}
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("resend %s: commit: %w", m.ID, err)
@@ -127,4 +113,30 @@ func (e *Engine) requeue(ctx context.Context, ir *ifaceRuntime, m *msgstore.Mess
 		}
 	}
 	return nil
+}
+
+// requeueTx queues, in tx, a new lane message for each delivery of m and
+// relinks the delivery to it; it returns the actors to wake once tx
+// commits.
+func (e *Engine) requeueTx(ctx context.Context, tx store.Tx, ir *ifaceRuntime, m *msgstore.Message, ds []msgstore.DeliveryStatus) ([]int64, error) {
+	lane := laneOf(m.Key, ir.cfg.Partitions)
+	envs := make([]actor.Envelope, len(ds))
+	for i, d := range ds {
+		envs[i] = actor.Envelope{Ref: actor.Ref{Type: laneType, ID: ir.cfg.Destination(d.Destination).ActorID(lane)},
+			Message: "deliver", Args: deliverArgs{M: m.ID}}
+	}
+	ids, pks, err := e.rt.TellTx(ctx, tx, envs)
+	if err != nil {
+		return nil, fmt.Errorf("resend %s: queue: %w", m.ID, err)
+	}
+	for i, d := range ds {
+		ok, err := e.ms.Relink(ctx, tx, m.ID, d.Destination, d.LaneMessageID, int64(ids[i]))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: the delivery of %s to %s changed while it was resent (resent already?)", api.ErrConflict, m.ID, d.Destination)
+		}
+	}
+	return pks, nil
 }

@@ -331,3 +331,25 @@ func ParseACK(raw []byte) (code, controlID, text string, err error) {
 	}
 	return code, controlID, text, nil
 }
+
+// TypeOf is the message type of raw's header (MSH-9.1 and MSH-9.2 joined
+// by "^" whatever the message's component separator, e.g. "ADT^A01"),
+// read from its first segment alone, or "" when raw does not start with
+// an MSH segment. It costs a parse of one line: the intake reads it for
+// every message it has not parsed whole.
+func TypeOf(raw []byte) string {
+	m := salvageMSH(raw)
+	if m == nil {
+		return ""
+	}
+	return SearchType(m)
+}
+
+// SearchType is m's type as TypeOf writes it.
+func SearchType(m *Message) string {
+	t, e := m.Get("MSH-9.1"), m.Get("MSH-9.2")
+	if e == "" {
+		return t
+	}
+	return t + "^" + e
+}

@@ -52,10 +52,14 @@ type AuditInsertParams struct {
 	Entry AuditEntry
 }
 
-// AuditListParams pages the audit log, newest first.
+// AuditListParams pages the audit log, newest first (or, OldestFirst,
+// oldest first: an export).
 type AuditListParams struct {
-	// Before, when set, lists only rows with a smaller ID (older ones).
-	Before string
+	// Before, when set, lists only rows with a smaller ID (older ones);
+	// After only rows with a larger one (newer ones).
+	Before      string
+	After       string
+	OldestFirst bool
 	// Action and Actor, when set, keep only rows that match exactly.
 	Action string
 	Actor  string

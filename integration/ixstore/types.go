@@ -17,9 +17,14 @@ type Message struct {
 	DedupeKey   string
 	DuplicateOf string
 	Origin      string // the routed-from message and destination, or a schedule occurrence
-	Payload     []byte
-	ACK         []byte // the ACK the sender got (MLLP), answered again to duplicates
-	Meta        map[string]any
+	// Type is the message's type as operators search for it (HL7 v2:
+	// MSH-9's first two components, e.g. ADT^A01; "" for other formats),
+	// kept in the search table ductus_ix_search so a filter on it is an
+	// index range.
+	Type    string
+	Payload []byte
+	ACK     []byte // the ACK the sender got (MLLP), answered again to duplicates
+	Meta    map[string]any
 }
 
 // MetaJSON is the message's meta as the JSON text the tables store.
@@ -88,13 +93,22 @@ type MessageGetManyParams struct {
 	IDs []string
 }
 
-// MessageListParams pages an interface's messages.
+// MessageListParams pages an interface's messages, newest first, with
+// optional filters, every one of them served by an index.
 type MessageListParams struct {
 	Interface string
 	// Before, when set, lists only messages with a smaller ID (IDs are
-	// time-ordered UUIDv7s, so older ones).
+	// time-ordered UUIDv7s, so older ones); From, when set, only those
+	// with an ID at least as large. A time range is an ID range.
 	Before string
-	Limit  int // at least 1
+	From   string
+	// Key, DedupeKey, Type and Status, when set, keep only messages whose
+	// ordering key, dedupe key, type or intake status is exactly that.
+	Key       string
+	DedupeKey string
+	Type      string
+	Status    string
+	Limit     int // at least 1
 }
 
 // MessageACKsParams names messages whose ACKs to read.

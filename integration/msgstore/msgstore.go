@@ -147,10 +147,16 @@ func (s *Store) GetMany(ctx context.Context, ids []string) ([]Message, error) {
 // List pages an interface's messages, newest first, before the ID before
 // ("" = from the newest). IDs are time-ordered (UUIDv7).
 func (s *Store) List(ctx context.Context, iface, before string, limit int) ([]Message, error) {
-	if limit <= 0 {
-		limit = 100
+	return s.Search(ctx, ixstore.MessageListParams{Interface: iface, Before: before, Limit: limit})
+}
+
+// Search pages an interface's messages, newest first, filtered (see
+// ixstore.MessageListParams).
+func (s *Store) Search(ctx context.Context, p ixstore.MessageListParams) ([]Message, error) {
+	if p.Limit <= 0 {
+		p.Limit = 100
 	}
-	out, err := s.ix.MessageList(ctx, &ixstore.MessageListParams{Interface: iface, Before: before, Limit: limit})
+	out, err := s.ix.MessageList(ctx, &p)
 	if err != nil {
 		return nil, fmt.Errorf("msgstore: %w", err)
 	}

@@ -160,7 +160,7 @@ func IXAuditList(p *ixstore.AuditListParams) (Statement, error) {
 	}
 	var where []string
 	var args []any
-	for _, f := range []struct{ cond, value string }{{"id < ?", p.Before}, {"action = ?", p.Action}, {"actor = ?", p.Actor}} {
+	for _, f := range []struct{ cond, value string }{{"id < ?", p.Before}, {"id > ?", p.After}, {"action = ?", p.Action}, {"actor = ?", p.Actor}} {
 		if f.value != "" {
 			where, args = append(where, f.cond), append(args, f.value)
 		}
@@ -169,7 +169,11 @@ func IXAuditList(p *ixstore.AuditListParams) (Statement, error) {
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	return Statement{q + ` ORDER BY id DESC LIMIT ?`, append(args, p.Limit)}, nil
+	order := ` ORDER BY id DESC`
+	if p.OldestFirst {
+		order = ` ORDER BY id`
+	}
+	return Statement{q + order + ` LIMIT ?`, append(args, p.Limit)}, nil
 }
 
 // ScanIXAudit reads a row of IXAuditColumns.

@@ -4,8 +4,10 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/ixstore"
 )
 
@@ -53,6 +55,18 @@ func IXInserts(p *ixstore.MessageInsertParams) ([]Statement, error) {
 		}
 		out = append(out, Statement{`INSERT INTO ductus_ix_messages (` + IXMessageColumns + `) VALUES ` + Values(c[1]-c[0], ixMessageWidth), args})
 	}
+	var search []any
+	for i := range p.Messages {
+		if m := &p.Messages[i]; m.Type != "" {
+			if len(m.Type) > widthSearchValue {
+				return nil, fmt.Errorf("%w: message %s: the type is over %d bytes", actor.ErrInvalidArguments, m.ID, widthSearchValue)
+			}
+			search = append(search, m.Interface, SearchType, m.Type, m.ID)
+		}
+	}
+	for _, c := range Chunks(len(search)/4, ixKeyBatch) {
+		out = append(out, Statement{`INSERT INTO ductus_ix_search (interface, field, value, message_id) VALUES ` + Values(c[1]-c[0], 4), search[4*c[0] : 4*c[1]]})
+	}
 	for _, c := range Chunks(len(p.Deliveries), ixKeyBatch) {
 		args := make([]any, 0, 3*(c[1]-c[0]))
 		for _, d := range p.Deliveries[c[0]:c[1]] {
@@ -73,9 +87,22 @@ func ixMessageArgs(args []any, m *ixstore.Message) ([]any, error) {
 		NullString(m.DuplicateOf), NullString(m.Origin), m.Payload, NullBytes(m.ACK), meta), nil
 }
 
+// SearchType is the ductus_ix_search field of a message's type.
+const SearchType = "type"
+
+// widthSearchValue is ductus_ix_search.value's width.
+const widthSearchValue = 255
+
+// ixMessageSelect reads IXMessageColumns and the message's type (m is the
+// message table, t its type row, joined by the search table's message
+// index).
+const ixMessageSelect = `SELECT m.id, m.interface, m.received_at, m.status, m.order_key, m.lane, m.dedupe_key, m.duplicate_of,
+	m.origin, m.payload, m.ack, m.meta, t.value FROM ductus_ix_messages m
+	LEFT JOIN ductus_ix_search t ON t.message_id = m.id AND t.field = '` + SearchType + `'`
+
 // IXMessageReads read messages by ID (batches of 300).
 func IXMessageReads(ids []string) []Statement {
-	return inLists(`SELECT `+IXMessageColumns+` FROM ductus_ix_messages WHERE id IN `, nil, ids)
+	return inLists(ixMessageSelect+` WHERE m.id IN `, nil, ids)
 }
 
 // IXACKReads read messages' ACKs by ID (batches of 300).
@@ -83,13 +110,48 @@ func IXACKReads(ids []string) []Statement {
 	return inLists(`SELECT id, ack FROM ductus_ix_messages WHERE id IN `, nil, ids)
 }
 
-// IXMessageList pages an interface's messages, newest first.
+// IXMessageList pages an interface's messages, newest first, filtered.
+// Each filter has an index that leads with (interface, the filter's
+// column) and ends with the ID, so the page is a range of it read
+// backwards: the order key, the dedupe key and the status on the message
+// table (migration 0005), the type through the search table's primary
+// key; without a filter, (interface, id).
+//
+// A type with another filter is read from whichever side is narrower, so
+// the message table's side names its interface too (or its filter's
+// index, which leads with the interface, could not serve: a type and a
+// key scanned the whole message table), and the ID range bounds both
+// tables (or a merge join read the messages from the newest down to the
+// page). The adapters' plan tests (search_plan_test.go) hold the plans
+// to this over a million messages.
 func IXMessageList(p *ixstore.MessageListParams) Statement {
-	q, args := `SELECT `+IXMessageColumns+` FROM ductus_ix_messages WHERE interface = ?`, []any{p.Interface}
-	if p.Before != "" {
-		q, args = q+` AND id < ?`, append(args, p.Before)
+	var where []string
+	var args []any
+	idCols := []string{"m.id"}
+	q := ixMessageSelect
+	if p.Type != "" {
+		// Start from the type's rows: the search key orders them by ID.
+		q = `SELECT m.id, m.interface, m.received_at, m.status, m.order_key, m.lane, m.dedupe_key, m.duplicate_of,
+	m.origin, m.payload, m.ack, m.meta, s.value FROM ductus_ix_search s
+	JOIN ductus_ix_messages m ON m.id = s.message_id`
+		where, args = append(where, "s.interface = ?", "s.field = ?", "s.value = ?"), append(args, p.Interface, SearchType, p.Type)
+		idCols = []string{"s.message_id", "m.id"}
 	}
-	return Statement{q + ` ORDER BY id DESC LIMIT ?`, append(args, p.Limit)}
+	where, args = append(where, "m.interface = ?"), append(args, p.Interface)
+	for _, f := range []struct{ col, v string }{{"m.order_key", p.Key}, {"m.dedupe_key", p.DedupeKey}, {"m.status", p.Status}} {
+		if f.v != "" {
+			where, args = append(where, f.col+" = ?"), append(args, f.v)
+		}
+	}
+	for _, col := range idCols {
+		if p.Before != "" {
+			where, args = append(where, col+" < ?"), append(args, p.Before)
+		}
+		if p.From != "" {
+			where, args = append(where, col+" >= ?"), append(args, p.From)
+		}
+	}
+	return Statement{q + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + idCols[0] + ` DESC LIMIT ?`, append(args, p.Limit)}
 }
 
 // inLists are one statement per batch of keys: prefix, then "(?,...)"
@@ -151,18 +213,19 @@ func CheckClaimed(p *ixstore.DedupeClaimParams, held map[string]string) error {
 	return nil
 }
 
-// ScanIXMessages appends the messages of rows of IXMessageColumns to out.
+// ScanIXMessages appends the messages of rows of IXMessageColumns and
+// the type (IXMessageReads, IXMessageList) to out.
 func ScanIXMessages(rows Rows, out []ixstore.Message) ([]ixstore.Message, error) {
 	for rows.Next() {
 		var m ixstore.Message
 		var received int64
-		var key, dedupe, dup, origin, meta sql.NullString
+		var key, dedupe, dup, origin, meta, typ sql.NullString
 		var ack []byte
-		if err := rows.Scan(&m.ID, &m.Interface, &received, &m.Status, &key, &m.Lane, &dedupe, &dup, &origin, &m.Payload, &ack, &meta); err != nil {
+		if err := rows.Scan(&m.ID, &m.Interface, &received, &m.Status, &key, &m.Lane, &dedupe, &dup, &origin, &m.Payload, &ack, &meta, &typ); err != nil {
 			return nil, fmt.Errorf("read an interface message: %w", err)
 		}
 		m.ReceivedAt = time.UnixMicro(received)
-		m.Key, m.DedupeKey, m.DuplicateOf, m.Origin = key.String, dedupe.String, dup.String, origin.String
+		m.Key, m.DedupeKey, m.DuplicateOf, m.Origin, m.Type = key.String, dedupe.String, dup.String, origin.String, typ.String
 		if len(ack) > 0 {
 			m.ACK = ack
 		}

@@ -85,6 +85,13 @@ func testAuditList(t *testing.T, s *suite) {
 		}
 		return out
 	}
+	oldest := func(idx ...int) []string {
+		out := make([]string, 0, len(idx))
+		for _, i := range idx {
+			out = append(out, all[i].ID)
+		}
+		return out
+	}
 	cases := []struct {
 		name string
 		p    ixstore.AuditListParams
@@ -99,6 +106,10 @@ func testAuditList(t *testing.T, s *suite) {
 		{"before", ixstore.AuditListParams{Actor: alice, Before: all[3].ID, Limit: 10}, newest(0, 2)},
 		{"before the oldest", ixstore.AuditListParams{Actor: alice, Before: all[0].ID, Limit: 10}, nil},
 		{"before, by action", ixstore.AuditListParams{Action: revoke, Before: all[4].ID, Limit: 10}, newest(2)},
+		{"oldest first", ixstore.AuditListParams{Actor: alice, OldestFirst: true, Limit: 10}, oldest(0, 2, 3, 5)},
+		{"oldest first, after", ixstore.AuditListParams{Actor: alice, OldestFirst: true, After: all[2].ID, Limit: 10}, oldest(3, 5)},
+		{"oldest first, limited", ixstore.AuditListParams{Action: create, OldestFirst: true, Limit: 2}, oldest(0, 1)},
+		{"after, newest first", ixstore.AuditListParams{Actor: alice, After: all[0].ID, Before: all[5].ID, Limit: 10}, newest(2, 3)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,6 +48,9 @@ func Run(t *testing.T, be ixstore.Backend) {
 	for name, fn := range sessionTests {
 		tests["Session/"+name] = fn
 	}
+	for name, fn := range searchTests {
+		tests["Search/"+name] = fn
+	}
 	names := make([]string, 0, len(tests))
 	for name := range tests {
 		names = append(names, name)
