@@ -96,4 +96,3 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		t.Fatal("api.gen.go is stale: run go generate ./integration/api and commit the result")
 	}
 }
-

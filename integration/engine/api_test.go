@@ -193,7 +193,7 @@ func TestAPIAccessByRole(t *testing.T) {
 			},
 			"listAudit":   func() (string, string, string) { return "GET", "/api/v1/audit", "" },
 			"exportAudit": func() (string, string, string) { return "GET", "/api/v1/audit/export?action=createToken", "" },
-			"listTokens": func() (string, string, string) { return "GET", "/api/v1/tokens", "" },
+			"listTokens":  func() (string, string, string) { return "GET", "/api/v1/tokens", "" },
 			"createToken": func() (string, string, string) {
 				return "POST", "/api/v1/tokens", `{"name":"made","role":"viewer","permissions":["payloads"]}`
 			},
