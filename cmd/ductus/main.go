@@ -8,6 +8,8 @@
 //	ductus migrate <project>    create or upgrade the project's database schema
 //	ductus status               a running engine's interfaces and queues, through its API
 //	ductus user ...             create, list, disable or enable accounts, set passwords (on the server)
+//	ductus messages <iface>     an interface's messages, filtered (-key, -dedupe, -type, -status, -since, -until)
+//	ductus show <id>            a message's keys and deliveries (-payload: its payload too)
 //	ductus token ...            create, list or revoke API tokens (on the server, no API needed)
 //	ductus api-spec             print the operator API's OpenAPI document
 //	ductus send ...             send HL7 messages over MLLP (a test tool)
@@ -44,6 +46,8 @@ func commands() []command {
 		{"drain", "close a running engine's gates and wait until it is drained (-stop: then it exits)", drainCmd},
 		{"pause", "pause a destination of a running engine (its messages wait), with a reason", pauseCmd},
 		{"resume", "resume a paused destination", resumeCmd},
+		{"messages", "an interface's messages, filtered by key, MSH-10, type, status and time, through the API", messagesCmd},
+		{"show", "a message's keys and deliveries (-payload: and its payload), through the API", showCmd},
 		{"resend", "resend a message's quarantined deliveries (or -dest: replay those destinations)", resendCmd},
 		{"dismiss", "dismiss a message's quarantined deliveries, with a reason", dismissCmd},
 		{"user", "create, list or disable accounts, or set a password, on the server: ductus user create|list|passwd|disable|enable <project-dir> [name]", userCmd},

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,9 @@ func TestDevWalkthrough(t *testing.T) {
 		t.Fatalf("ductus dev printed\n%s\nwithout the API's export line", stdout.String())
 	}
 	export, _, _ = strings.Cut(export, "\n")
+	if !regexp.MustCompile(`sign in: +account dev, password [0-9a-f]{24} `).MatchString(stdout.String()) {
+		t.Fatalf("ductus dev printed\n%s\nwithout how to sign in", stdout.String())
+	}
 	for _, kv := range strings.Fields(export) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
@@ -185,6 +189,35 @@ func TestDevWalkthrough(t *testing.T) {
 		if !strings.Contains(st.String(), want) {
 			t.Fatalf("ductus status printed\n%s\nwithout %q", st.String(), want)
 		}
+	}
+
+	// ductus messages finds the A08 sample by type; ductus show prints it
+	// with its deliveries and payload.
+	var ms, msErr testutil.SyncBuffer
+	if code := run(ctx, []string{"messages", "-type", "ADT^A08", "-since", "1h", "-limit", "500", "adt"}, &ms, &msErr); code != 0 {
+		t.Fatalf("ductus messages exited %d\n%s%s", code, ms.String(), msErr.String())
+	}
+	rows := strings.Split(strings.TrimSpace(ms.String()), "\n")
+	if len(rows) < 2 || !strings.HasPrefix(rows[0], "ID") || !strings.Contains(rows[1], "ADT^A08") {
+		t.Fatalf("ductus messages -type ADT^A08 printed\n%s", ms.String())
+	}
+	for _, r := range rows[1:] {
+		if !strings.Contains(r, "ADT^A08") {
+			t.Fatalf("a row of another type: %q", r)
+		}
+	}
+	id := strings.Fields(rows[1])[0]
+	var sh, shErr testutil.SyncBuffer
+	if code := run(ctx, []string{"show", "-payload", id}, &sh, &shErr); code != 0 {
+		t.Fatalf("ductus show exited %d\n%s%s", code, sh.String(), shErr.String())
+	}
+	for _, want := range []string{"message   " + id, "type      ADT^A08", "DESTINATION", "emr", "MSH|"} {
+		if !strings.Contains(sh.String(), want) {
+			t.Fatalf("ductus show printed\n%s\nwithout %q", sh.String(), want)
+		}
+	}
+	if code := run(ctx, []string{"messages", "-since", "yesterday", "adt"}, &ms, &msErr); code != 2 || !strings.Contains(msErr.String(), "yesterday") {
+		t.Fatalf("a bad -since: %d %s", code, msErr.String())
 	}
 
 	// ductus drain closes the gates and returns once everything sent

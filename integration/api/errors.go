@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/access"
@@ -63,6 +65,12 @@ func statusOf(err error) int {
 // its cause and answered without it (the cause may name tables or
 // hosts); the others say what was wrong.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var tm *tooMany
+	if errors.As(err, &tm) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(tm.retry.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, err.Error(), "")
+		return
+	}
 	st := statusOf(err)
 	if st == http.StatusInternalServerError {
 		s.log.Error("api: an operation failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -42,6 +42,9 @@ func principalView(p *access.Principal) Principal {
 }
 
 func (s *server) CreateSession(ctx context.Context, req CreateSessionRequestObject) (CreateSessionResponseObject, error) {
+	if ok, retry := s.signIns.allow(callerFrom(ctx).address, time.Now()); !ok {
+		return nil, &tooMany{retry: retry}
+	}
 	secret, sess, u, err := s.acc.Login(ctx, req.Body.Name, req.Body.Password, callerFrom(ctx).address)
 	if err != nil {
 		return nil, err

@@ -110,6 +110,7 @@ type server struct {
 	log         *slog.Logger
 	events      *hub
 	streamsDone <-chan struct{}
+	signIns     *signInLimiter
 }
 
 var _ StrictServerInterface = (*server)(nil)
@@ -127,7 +128,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{eng: cfg.Engine, acc: cfg.Access, log: cfg.Logger, streamsDone: cfg.StreamsDone,
-		events: &hub{eng: cfg.Engine, log: cfg.Logger, every: eventsPoll}}
+		events: &hub{eng: cfg.Engine, log: cfg.Logger, every: eventsPoll}, signIns: newSignInLimiter()}
 	g, err := newGuard(doc, cfg.Access, cfg.MaxBody)
 	if err != nil {
 		return nil, err

@@ -228,6 +228,25 @@ func TestAPISessions(t *testing.T) {
 		st, b, _ = a.do(true, "GET", "/api/v1/me", "")
 		refused(t, "a signed-out session", st, b, 401, "sign in again")
 
+		// One address gets 20 sign-in attempts at once, then one every
+		// 3 s: a burst from it is refused with 429 and Retry-After.
+		limited := false
+		for range 25 {
+			body, _ := json.Marshal(map[string]string{"name": "nobody", "password": "guess guess guess"})
+			resp, err := http.Post(base+"/api/v1/session", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests {
+				limited = resp.Header.Get("Retry-After") != ""
+				break
+			}
+		}
+		if !limited {
+			t.Fatal("25 sign-ins in a burst from one address were not limited (429 with Retry-After)")
+		}
+
 		// Every sign-in is in the audit log, and no password is.
 		_, raw := call(t, base, admin, "GET", "/api/v1/audit?limit=200", "")
 		for _, secret := range []string{first, second, testPassword, "still not it", "not the password"} {
