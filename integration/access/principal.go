@@ -34,6 +34,11 @@ type Principal struct {
 // ErrUnauthenticated is a call without valid credentials (HTTP 401).
 var ErrUnauthenticated = errors.New("access: no valid credentials")
 
+// ErrAuditUnavailable is an audit row that could not be written: the
+// action it was to record is refused (HTTP 503, the caller may retry), so
+// nothing happens that the log does not show.
+var ErrAuditUnavailable = errors.New("access: the audit log cannot be written now")
+
 // ErrForbidden is a call whose principal lacks the role or permission the
 // operation needs (HTTP 403).
 var ErrForbidden = errors.New("access: not allowed")

@@ -178,7 +178,7 @@ func (s *Store) Audit(ctx context.Context, tx store.Tx, by *Principal, action, t
 		Address: by.Address, Action: action, Target: target, Outcome: outcome, Detail: raw,
 	}
 	if err := s.ix.AuditInsert(ctx, tx, &ixstore.AuditInsertParams{Entry: e}); err != nil {
-		return fmt.Errorf("access: write the audit row of %s: %w", action, err)
+		return fmt.Errorf("%w: access: write the audit row of %s: %w", ErrAuditUnavailable, action, err)
 	}
 	return nil
 }

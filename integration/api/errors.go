@@ -56,6 +56,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, actor.ErrInvalidArguments):
 		return http.StatusBadRequest
+	case errors.Is(err, access.ErrAuditUnavailable):
+		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
 	}
@@ -72,6 +74,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	st := statusOf(err)
+	if st == http.StatusServiceUnavailable {
+		// The cause may name tables or hosts: logged, not answered.
+		s.log.Error("api: an action was refused: its audit row could not be written", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, st, "the engine cannot write the audit log now, so it did nothing; try again", "")
+		return
+	}
 	if st == http.StatusInternalServerError {
 		s.log.Error("api: an operation failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, st, "the engine could not answer; its log says why", "")
