@@ -7,14 +7,14 @@ BACKEND  ?= sqlite
 FUZZTIME ?= 100000x
 TIMEOUT  ?= 40m
 
-.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers browser module-test
+.PHONY: run test test-sqlite test-go fuzz-smoke bench bench-smoke lint build peers browser module-test console console-types
 
 ## run: the integration engine on its bundled example project, embedded SQLite, everything on localhost
-run:
+run: console
 	$(GO) run ./cmd/ductus dev
 
 ## test: every test on every backend this machine has, plus lint, short fuzz runs and a benchmark smoke run
-test: lint peers browser test-go module-test fuzz-smoke bench-smoke
+test: lint console-types console peers browser test-go module-test fuzz-smoke bench-smoke
 
 test-go:
 	$(GO) test -timeout $(TIMEOUT) ./...
@@ -23,6 +23,39 @@ test-go:
 test-sqlite: lint
 	DUCTUS_TEST_POSTGRES=off DUCTUS_TEST_MYSQL=off $(GO) test -timeout $(TIMEOUT) ./...
 	DUCTUS_TEST_POSTGRES=off DUCTUS_TEST_MYSQL=off $(MAKE) bench-smoke
+
+## console: the web console (integration/console/web, pinned by its package-lock.json) built by Vite into
+## integration/console/dist, which the engine embeds; npm ci when the lock is newer than node_modules, the
+## build only when a source is newer than the stamp of the last build. Without npm the engine serves a page
+## saying the console is not built (and TestFirstLoadSize fails with CI=true).
+CONSOLE       := integration/console/web
+CONSOLE_DIST  := integration/console/dist
+CONSOLE_STAMP := $(CONSOLE_DIST)/.built
+console:
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d $(CONSOLE)/node_modules ] || [ $(CONSOLE)/package-lock.json -nt $(CONSOLE)/node_modules ]; then \
+			npm ci --prefix $(CONSOLE) --no-audit --no-fund --loglevel=error && touch $(CONSOLE)/node_modules || exit 1; fi; \
+		if [ ! -f $(CONSOLE_STAMP) ] || [ ! -f $(CONSOLE_DIST)/index.html ] || \
+			[ -n "$$(find $(CONSOLE)/src $(CONSOLE)/public $(CONSOLE)/index.html $(CONSOLE)/vite.config.ts $(CONSOLE)/tsconfig.json \
+				$(CONSOLE)/package.json $(CONSOLE)/package-lock.json -newer $(CONSOLE_STAMP) 2>/dev/null | head -1)" ]; then \
+			rm -rf $(CONSOLE_DIST)/assets $(CONSOLE_DIST)/index.html $(CONSOLE_DIST)/favicon.svg && \
+			npm run --prefix $(CONSOLE) --silent build && touch $(CONSOLE_STAMP) || exit 1; fi; \
+	else echo "npm not found: the engine will serve a page saying the console is not built"; fi
+
+## console-types: fails when integration/console/web/src/api/schema.d.ts is stale against integration/api/openapi.yaml
+## (regenerate: npm run --prefix integration/console/web types)
+console-types:
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d $(CONSOLE)/node_modules ] || [ $(CONSOLE)/package-lock.json -nt $(CONSOLE)/node_modules ]; then \
+			npm ci --prefix $(CONSOLE) --no-audit --no-fund --loglevel=error && touch $(CONSOLE)/node_modules || exit 1; fi; \
+		tmp=$$(mktemp -d) && \
+		(cd $(CONSOLE) && ./node_modules/.bin/openapi-typescript ../../api/openapi.yaml -o $$tmp/schema.d.ts --silent) && \
+		if ! cmp -s $$tmp/schema.d.ts $(CONSOLE)/src/api/schema.d.ts; then \
+			diff -u $(CONSOLE)/src/api/schema.d.ts $$tmp/schema.d.ts | head -40; rm -rf $$tmp; \
+			echo "$(CONSOLE)/src/api/schema.d.ts is stale: run npm run --prefix $(CONSOLE) types"; exit 1; fi; \
+		rm -rf $$tmp; \
+	elif [ "$$CI" = true ]; then echo "npm not found: CI requires the console's API type check"; exit 1; \
+	else echo "npm not found: the console's API types are not checked"; fi
 
 ## peers: the third-party MLLP peers (node-hl7-client, node-hl7-server) the engine's tests talk to, pinned by package-lock.json
 PEERS := integration/engine/testdata/peers
@@ -47,7 +80,7 @@ module-test:
 		if [ -n "$$bad" ]; then echo "$(MODULE) pulls in what a service must not get:"; echo "$$bad"; exit 1; fi
 	cd $(MODULE) && $(GO) run . && $(GO) test -count=1 ./...
 
-## browser: headless Debian chromium and playwright-core (pinned by e2e/package-lock.json) for the browser tests (e2e/)
+## browser: headless Debian chromium, playwright-core and axe-core (pinned by e2e/package-lock.json) for the browser tests (e2e/)
 browser:
 	@if [ ! -x /usr/bin/chromium ]; then \
 		if command -v apt-get >/dev/null 2>&1; then apt-get update && apt-get install -y chromium; \
@@ -64,6 +97,7 @@ fuzz-smoke:
 	$(GO) test ./integration/format -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./realtime -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./integration/charset -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./integration/api -run '^$$' -fuzz '^FuzzRequestBodies$$' -fuzztime $(FUZZTIME)
 
 ## bench: the benchmark harness against BACKEND (sqlite, postgres, mysql); with postgres also the River peer, in the same run
 bench:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ductus/ductus/integration/access"
 	"github.com/ductus/ductus/integration/api"
+	"github.com/ductus/ductus/integration/console"
 )
 
 // serveAPI binds the operator API on api.listen (nothing when it is off)
@@ -23,7 +24,7 @@ func (e *Engine) serveAPI(ctx context.Context, wg *sync.WaitGroup, errc chan<- e
 		return nil
 	}
 	streamsDone := make(chan struct{})
-	h, err := api.New(api.Config{Engine: e, Access: e.access, Logger: e.log, StreamsDone: streamsDone})
+	h, err := api.New(api.Config{Engine: e, Access: e.access, Logger: e.log, StreamsDone: streamsDone, Console: console.Handler()})
 	if err != nil {
 		return err
 	}

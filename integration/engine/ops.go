@@ -23,8 +23,9 @@ import (
 // The engine as the operator API reads it (api.Engine). The counts come
 // from the runtime's unfinished and dead rows, grouped by lane actor in
 // one query, so they cost what the backlog costs, never what history
-// costs; messages are read by ID or by the (interface, received_at)
-// index.
+// costs; messages are read by ID or through the browser's indexes, each
+// ending in the ID (migration 0005; the adapters' search_plan_test.go
+// holds the plans to it over a million messages).
 
 var _ api.Engine = (*Engine)(nil)
 
