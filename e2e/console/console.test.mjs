@@ -444,7 +444,10 @@ await step("admin: a created token is shown once; users; the audit log", async (
   const olga = page.getByTestId("users").locator("tr", { has: page.getByRole("rowheader", { name: "olga" }) });
   await olga.getByLabel("Role of olga").selectOption("operator");
   await page.waitForFunction(() => document.querySelector("#role-olga")?.value === "operator");
-  await olga.getByRole("checkbox", { name: "payloads for olga" }).check();
+  // The box shows the account as stored: it turns checked once the change
+  // is saved and the list read again (check() would expect it at once).
+  await olga.getByRole("checkbox", { name: "payloads for olga" }).click();
+  await page.waitForFunction(() => document.querySelector("#perm-olga-payloads")?.checked === true);
   await olga.getByRole("button", { name: "Disable" }).click();
   await olga.getByText("disabled", { exact: true }).waitFor();
   const users = await (await page.evaluate(() => fetch("/api/v1/users").then((r) => r.json()))).users;

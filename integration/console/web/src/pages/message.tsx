@@ -273,6 +273,38 @@ function Payload({ id, m, onEdited }: { id: string; m?: Message; onEdited: () =>
   );
 }
 
+// DiffTable is a field-level HL7 diff: each field's position and name,
+// its value before and after, and the change.
+function DiffTable({ rows, testid, before, after, caption }: {
+  rows: ReturnType<typeof diffHL7>; testid: string; before: string; after: string; caption?: string;
+}) {
+  return (
+    <table class="data diff" data-testid={testid}>
+      {caption && <caption class="sr-only">{caption}</caption>}
+      <thead>
+        <tr>
+          <th scope="col">Field</th>
+          <th scope="col">Name</th>
+          <th scope="col">{before}</th>
+          <th scope="col">{after}</th>
+          <th scope="col">Change</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r, i) => (
+          <tr key={i} class={"diff-" + r.change}>
+            <td class="mono">{r.position}</td>
+            <td>{fieldName(r.position)}</td>
+            <td class="mono wrap">{r.input ?? "—"}</td>
+            <td class="mono wrap">{r.output ?? "—"}</td>
+            <td>{r.change}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 // Output is what the transform produced for a destination: HL7 with a
 // field-level diff against the input, JSON pretty-printed, else as it is.
 function Output({ destination, output, input }: { destination: string; output: string; input: string }) {
@@ -299,29 +331,8 @@ function Output({ destination, output, input }: { destination: string; output: s
             </button>
           </p>
           {shown.length > 0 && (
-            <table class="data diff" data-testid={"diff-" + destination}>
-              <caption class="sr-only">Input against the output for {destination}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Field</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Input</th>
-                  <th scope="col">Output</th>
-                  <th scope="col">Change</th>
-                </tr>
-              </thead>
-              <tbody>
-                {shown.map((r, i) => (
-                  <tr key={i} class={"diff-" + r.change}>
-                    <td class="mono">{r.position}</td>
-                    <td>{fieldName(r.position)}</td>
-                    <td class="mono wrap">{r.input ?? "—"}</td>
-                    <td class="mono wrap">{r.output ?? "—"}</td>
-                    <td>{r.change}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <DiffTable rows={shown} testid={"diff-" + destination} before="Input" after="Output"
+              caption={"Input against the output for " + destination} />
           )}
         </>
       )}
@@ -391,28 +402,7 @@ function Editor({ m, original, onDone }: { m: Message; original: string; onDone:
             <>
               <h4>Changed fields: {changes.length}</h4>
               {changes.length > 0 && (
-                <table class="data diff" data-testid="edit-changes">
-                  <thead>
-                    <tr>
-                      <th scope="col">Field</th>
-                      <th scope="col">Name</th>
-                      <th scope="col">Was</th>
-                      <th scope="col">Now</th>
-                      <th scope="col">Change</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {changes.map((r, i) => (
-                      <tr key={i} class={"diff-" + r.change}>
-                        <td class="mono">{r.position}</td>
-                        <td>{fieldName(r.position)}</td>
-                        <td class="mono wrap">{r.input ?? "—"}</td>
-                        <td class="mono wrap">{r.output ?? "—"}</td>
-                        <td>{r.change}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                <DiffTable rows={changes} testid="edit-changes" before="Was" after="Now" />
               )}
             </>
           )}
