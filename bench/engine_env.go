@@ -35,6 +35,9 @@ type engineRun struct {
 	dir string // the project folder
 	// partitions is the lanes per keyed interface of the generated project.
 	partitions int
+	// be is the engine's backend, for scenarios that fill its tables
+	// straight through the engine store.
+	be ixstore.Backend
 }
 
 // writeProject writes files (path relative to dir -> content) under dir.
@@ -105,7 +108,7 @@ func (r *runner) withEngine(ctx context.Context, files map[string]string, fn fun
 		if err := waitListening(ctx, e, proj, done); err != nil {
 			return err
 		}
-		return fn(&engineRun{e: e, dir: dir, partitions: proj.Engine.Partitions})
+		return fn(&engineRun{e: e, dir: dir, partitions: proj.Engine.Partitions, be: ibe})
 	})
 }
 
