@@ -47,16 +47,11 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != want {
 		return &exitError{code: 2, err: fmt.Errorf("usage: ductus token %s [flags] <project-dir>%s", args[0], map[bool]string{true: " <token-id>"}[want == 2])}
 	}
-	proj, err := load(fs.Arg(0), stderr)
+	acc, closeDB, err := openAccess(ctx, fs.Arg(0), stderr)
 	if err != nil {
 		return err
 	}
-	be, err := engine.OpenDatabase(ctx, proj.Engine.Database, logger(proj, stderr))
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	acc := access.New(be.EngineStore(), access.Policy{})
+	defer closeDB()
 	by := cliPrincipal()
 	switch args[0] {
 	case "create":
@@ -155,4 +150,19 @@ func tokenFromEnv() (string, error) {
 		return "", fmt.Errorf("the token file %s is empty", f)
 	}
 	return "", errors.New("no API token: set DUCTUS_TOKEN (or DUCTUS_TOKEN_FILE to a file holding one); create one with `ductus token create -name me -role viewer <project-dir>`")
+}
+
+// openAccess opens a project's database (migrating it) for the commands
+// that manage accounts and tokens on the server, without an engine or
+// the API; closeDB closes it.
+func openAccess(ctx context.Context, dir string, stderr io.Writer) (acc *access.Store, closeDB func(), err error) {
+	proj, err := load(dir, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	be, err := engine.OpenDatabase(ctx, proj.Engine.Database, logger(proj, stderr))
+	if err != nil {
+		return nil, nil, err
+	}
+	return access.New(be.EngineStore(), access.Policy{}), func() { be.Close() }, nil
 }

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ductus/ductus/integration/access"
-	"github.com/ductus/ductus/integration/engine"
 )
 
 // userCmd manages accounts on the server, through the database and
@@ -59,16 +58,11 @@ func userCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return &exitError{code: 2, err: err}
 		}
 	}
-	proj, err := load(fs.Arg(0), stderr)
+	acc, closeDB, err := openAccess(ctx, fs.Arg(0), stderr)
 	if err != nil {
 		return err
 	}
-	be, err := engine.OpenDatabase(ctx, proj.Engine.Database, logger(proj, stderr))
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	acc := access.New(be.EngineStore(), access.Policy{})
+	defer closeDB()
 	by, name := cliPrincipal(), fs.Arg(1)
 	switch args[0] {
 	case "create":

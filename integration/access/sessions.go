@@ -31,12 +31,11 @@ var ErrPasswordChange = errors.New("access: the password must be changed first")
 var ErrNoSession = errors.New("access: no session")
 
 // Login checks a name and password and opens a session. It returns the
-// session's secret (for the cookie; only its hash is stored) and the
-// session and account. A wrong name or password is ErrUnauthenticated
+// session's secret (for the cookie; only its hash is stored) and who the
+// session acts as. A wrong name or password is ErrUnauthenticated
 // with one message for both, so names cannot be probed; a locked or
 // disabled account says so.
-func (s *Store) Login(ctx context.Context, name, password, address string) (string, ixstore.Session, ixstore.User, error) {
-	var none ixstore.Session
+func (s *Store) Login(ctx context.Context, name, password, address string) (string, *Principal, error) {
 	who := &Principal{Name: name, Via: ViaSession, Address: address}
 	wrong := fmt.Errorf("%w: wrong name or password", ErrUnauthenticated)
 	var u ixstore.User
@@ -49,59 +48,63 @@ func (s *Store) Login(ctx context.Context, name, password, address string) (stri
 	} else {
 		var err error
 		if u, found, err = s.ix.UserGet(ctx, &ixstore.UserGetParams{Name: name}); err != nil {
-			return "", none, u, fmt.Errorf("access: read the account %s: %w", name, err)
+			return "", nil, fmt.Errorf("access: read the account %s: %w", name, err)
 		}
 	}
 	if !found {
 		// The same work as a wrong password, so time tells nothing either.
 		_, _ = s.verifyPassword(ctx, s.dummyHash(ctx), password)
 		_ = s.Audit(ctx, nil, who, "createSession", who.Name, "refused", map[string]any{"reason": "unknown account"})
-		return "", none, u, wrong
+		return "", nil, wrong
 	}
 	now := time.Now().UTC()
 	if u.LockedUntil.After(now) {
 		_ = s.Audit(ctx, nil, who, "createSession", name, "refused", map[string]any{"reason": "locked"})
-		return "", none, u, fmt.Errorf("%w: the account is locked after %d wrong passwords until %s", ErrUnauthenticated,
+		return "", nil, fmt.Errorf("%w: the account is locked after %d wrong passwords until %s", ErrUnauthenticated,
 			s.policy.LockAfter, u.LockedUntil.UTC().Format(time.RFC3339))
 	}
 	ok, err := s.verifyPassword(ctx, u.PasswordHash, password)
 	if err != nil {
-		return "", none, u, fmt.Errorf("access: check the password of %s: %w", name, err)
+		return "", nil, fmt.Errorf("access: check the password of %s: %w", name, err)
 	}
 	if !ok {
 		locked, err := s.ix.UserLoginFailed(ctx, &ixstore.UserLoginFailedParams{Name: name, LockAfter: s.policy.LockAfter,
 			LockUntil: now.Add(s.policy.LockFor)})
 		if err != nil {
-			return "", none, u, fmt.Errorf("access: count a wrong password of %s: %w", name, err)
+			return "", nil, fmt.Errorf("access: count a wrong password of %s: %w", name, err)
 		}
 		_ = s.Audit(ctx, nil, who, "createSession", name, "refused", map[string]any{"reason": "wrong password", "locked": locked})
-		return "", none, u, wrong
+		return "", nil, wrong
 	}
 	if u.Disabled {
 		_ = s.Audit(ctx, nil, who, "createSession", name, "refused", map[string]any{"reason": "disabled"})
-		return "", none, u, fmt.Errorf("%w: the account %s is disabled", ErrUnauthenticated, name)
+		return "", nil, fmt.Errorf("%w: the account %s is disabled", ErrUnauthenticated, name)
 	}
 	if u.FailedLogins > 0 {
 		if err := s.ix.UserLoginSucceeded(ctx, &ixstore.UserLoginSucceededParams{Name: name}); err != nil {
-			return "", none, u, fmt.Errorf("access: clear the wrong passwords of %s: %w", name, err)
+			return "", nil, fmt.Errorf("access: clear the wrong passwords of %s: %w", name, err)
 		}
 	}
 	// Sign-ins are rare beside requests: a good moment to drop sessions
 	// that have ended, so the table holds only live ones.
 	if _, err := s.ix.SessionPrune(ctx, &ixstore.SessionPruneParams{Before: now, IdleBefore: now.Add(-s.policy.SessionIdle)}); err != nil {
-		return "", none, u, fmt.Errorf("access: prune ended sessions: %w", err)
+		return "", nil, fmt.Errorf("access: prune ended sessions: %w", err)
 	}
 	secret := newSessionSecret()
 	at := now.Truncate(time.Microsecond)
 	sess := ixstore.Session{Hash: HashToken(secret), User: name, Address: address, CreatedAt: at, LastSeen: at,
 		ExpiresAt: at.Add(s.policy.SessionMax)}
 	if err := s.Audit(ctx, nil, who, "createSession", name, "ok", nil); err != nil {
-		return "", none, u, err
+		return "", nil, err
 	}
 	if err := s.ix.SessionInsert(ctx, &ixstore.SessionInsertParams{Session: sess}); err != nil {
-		return "", none, u, fmt.Errorf("access: store the session of %s: %w", name, err)
+		return "", nil, fmt.Errorf("access: store the session of %s: %w", name, err)
 	}
-	return secret, sess, u, nil
+	p, err := sessionPrincipal(u, sess, address)
+	if err != nil {
+		return "", nil, err
+	}
+	return secret, p, nil
 }
 
 // dummyHash is a hash no password matches, made once.
@@ -162,6 +165,20 @@ func (s *Store) AuthenticateSession(ctx context.Context, secret, address string)
 	if !found || u.Disabled {
 		return nil, fmt.Errorf("%w: the account %s is disabled", ErrUnauthenticated, sess.User)
 	}
+	p, err := sessionPrincipal(u, sess, address)
+	if err != nil {
+		return nil, err
+	}
+	if now.Sub(sess.LastSeen) >= touchEvery {
+		if err := s.ix.SessionTouch(ctx, &ixstore.SessionTouchParams{Hash: hash, At: now}); err != nil {
+			return nil, fmt.Errorf("access: note the session's use: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// sessionPrincipal is who a session of account u acts as.
+func sessionPrincipal(u ixstore.User, sess ixstore.Session, address string) (*Principal, error) {
 	role, err := ParseRole(u.Role)
 	if err != nil {
 		return nil, fmt.Errorf("%w: account %s: %v", ErrUnauthenticated, u.Name, err)
@@ -170,12 +187,7 @@ func (s *Store) AuthenticateSession(ctx context.Context, secret, address string)
 	if err != nil {
 		return nil, fmt.Errorf("%w: account %s: %v", ErrUnauthenticated, u.Name, err)
 	}
-	if now.Sub(sess.LastSeen) >= touchEvery {
-		if err := s.ix.SessionTouch(ctx, &ixstore.SessionTouchParams{Hash: hash, At: now}); err != nil {
-			return nil, fmt.Errorf("access: note the session's use: %w", err)
-		}
-	}
-	return &Principal{Name: u.Name, Via: ViaSession, Session: hash, Role: role, Perms: perms, Address: address,
+	return &Principal{Name: u.Name, Via: ViaSession, Session: sess.Hash, Role: role, Perms: perms, Address: address,
 		MustChange: u.MustChange, SessionExpires: sess.ExpiresAt}, nil
 }
 

@@ -45,21 +45,11 @@ func (s *server) CreateSession(ctx context.Context, req CreateSessionRequestObje
 	if ok, retry := s.signIns.allow(callerFrom(ctx).address, time.Now()); !ok {
 		return nil, &tooMany{retry: retry}
 	}
-	secret, sess, u, err := s.acc.Login(ctx, req.Body.Name, req.Body.Password, callerFrom(ctx).address)
+	secret, p, err := s.acc.Login(ctx, req.Body.Name, req.Body.Password, callerFrom(ctx).address)
 	if err != nil {
 		return nil, err
 	}
-	role, err := access.ParseRole(u.Role)
-	if err != nil {
-		return nil, err
-	}
-	perms, err := access.ParsePerms(u.Perms)
-	if err != nil {
-		return nil, err
-	}
-	p := &access.Principal{Name: u.Name, Via: access.ViaSession, Role: role, Perms: perms, MustChange: u.MustChange,
-		SessionExpires: sess.ExpiresAt}
-	cookie := sessionCookie(ctx, secret, sess.ExpiresAt)
+	cookie := sessionCookie(ctx, secret, p.SessionExpires)
 	return CreateSession201JSONResponse{Body: principalView(p), Headers: CreateSession201ResponseHeaders{SetCookie: &cookie}}, nil
 }
 

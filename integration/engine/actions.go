@@ -51,6 +51,24 @@ func pickDeliveries(id string, ds []msgstore.DeliveryStatus, dests []string, ver
 	return out, nil
 }
 
+// refusePending refuses a named delivery still pending: a worker may
+// hold it (resend, edit).
+func refusePending(d msgstore.DeliveryStatus) string {
+	if d.Status == msgstore.DeliveryPending {
+		return "is still pending"
+	}
+	return ""
+}
+
+// refuseUnlessQuarantined refuses a named delivery that is not
+// quarantined (dismiss).
+func refuseUnlessQuarantined(d msgstore.DeliveryStatus) string {
+	if d.Status != msgstore.DeliveryQuarantined {
+		return "is " + d.Status + ", not quarantined"
+	}
+	return ""
+}
+
 // discardDead removes the dead row a resent or dismissed delivery stood
 // for (its dead send or dead lane message), so the destination's
 // quarantined count drops. It runs after the action committed: should it

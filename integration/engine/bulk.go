@@ -63,12 +63,7 @@ func (e *Engine) bulkPick(ctx context.Context, ids, dests []string, verb, hint s
 
 // BulkResend implements api.Engine.
 func (e *Engine) BulkResend(ctx context.Context, ids, dests []string) ([]api.Resent, error) {
-	items, err := e.bulkPick(ctx, ids, dests, "resend", " (name destinations to replay sent ones)", func(d msgstore.DeliveryStatus) string {
-		if d.Status == msgstore.DeliveryPending {
-			return "is still pending"
-		}
-		return ""
-	})
+	items, err := e.bulkPick(ctx, ids, dests, "resend", " (name destinations to replay sent ones)", refusePending)
 	if err != nil {
 		return nil, err
 	}
@@ -108,12 +103,7 @@ func (e *Engine) BulkResend(ctx context.Context, ids, dests []string) ([]api.Res
 
 // BulkDismiss implements api.Engine.
 func (e *Engine) BulkDismiss(ctx context.Context, ids, dests []string, by, reason string) ([]api.Dismissed, error) {
-	items, err := e.bulkPick(ctx, ids, dests, "dismiss", "", func(d msgstore.DeliveryStatus) string {
-		if d.Status != msgstore.DeliveryQuarantined {
-			return "is " + d.Status + ", not quarantined"
-		}
-		return ""
-	})
+	items, err := e.bulkPick(ctx, ids, dests, "dismiss", "", refuseUnlessQuarantined)
 	if err != nil {
 		return nil, err
 	}

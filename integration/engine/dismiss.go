@@ -20,12 +20,7 @@ func (e *Engine) Dismiss(ctx context.Context, id string, dests []string, by, rea
 	if err != nil {
 		return nil, err
 	}
-	picked, err := pickDeliveries(id, ds, dests, "dismiss", "", func(d msgstore.DeliveryStatus) string {
-		if d.Status != msgstore.DeliveryQuarantined {
-			return "is " + d.Status + ", not quarantined"
-		}
-		return ""
-	})
+	picked, err := pickDeliveries(id, ds, dests, "dismiss", "", refuseUnlessQuarantined)
 	if err != nil {
 		return nil, err
 	}

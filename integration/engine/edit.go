@@ -43,12 +43,7 @@ func (e *Engine) Edit(ctx context.Context, id string, payload []byte, dests []st
 		return api.Edited{}, fmt.Errorf("%w: the edited payload is not %s: %v", actor.ErrInvalidArguments, ir.cfg.Format, err)
 	}
 	picked, err := pickDeliveries(id, ds, dests, "edit", " (name destinations to send a corrected copy of a sent one)",
-		func(d msgstore.DeliveryStatus) string {
-			if d.Status == msgstore.DeliveryPending {
-				return "is still pending"
-			}
-			return ""
-		})
+		refusePending)
 	if err != nil {
 		return api.Edited{}, err
 	}

@@ -39,12 +39,7 @@ func (e *Engine) Resend(ctx context.Context, id string, dests []string) ([]api.R
 		return nil, err
 	}
 	picked, err := pickDeliveries(id, ds, dests, "resend", " (name destinations to replay sent ones)",
-		func(d msgstore.DeliveryStatus) string {
-			if d.Status == msgstore.DeliveryPending {
-				return "is still pending"
-			}
-			return ""
-		})
+		refusePending)
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,13 @@ type searchSet struct {
 func (s *suite) searchSet(t *testing.T) searchSet {
 	t.Helper()
 	set := searchSet{iface: "search-" + s.run + randHex(2)}
-	base := time.Now().UnixMilli()
+	// Two sets made in one millisecond get IDs of their own: a tag in the
+	// random bits, the order within a set by the millisecond.
+	base, tag := time.Now().UnixMilli(), randHex(2)[:3]
 	var msgs []ixstore.Message
 	for i := range 30 {
 		ms := base + int64(i)
-		id := fmt.Sprintf("%08x-%04x-7abc-8000-%012x", ms>>16, ms&0xffff, i)
+		id := fmt.Sprintf("%08x-%04x-7abc-8%s-%012x", ms>>16, ms&0xffff, tag, i)
 		set.ids = append(set.ids, id)
 		m := ixstore.Message{ID: id, Interface: set.iface, ReceivedAt: time.UnixMilli(ms), Status: "pending",
 			Key: fmt.Sprintf("K%d", i%3), DedupeKey: fmt.Sprintf("D%d", i), Type: fmt.Sprintf("ADT^A0%d", i%2+1), Payload: []byte("MSH")}
