@@ -195,7 +195,7 @@ type myPlan struct {
 	text string
 }
 
-type myPlanRow struct{ id, selectType, table, typ, key, ref, extra string }
+type myPlanRow struct{ id, selectType, table, typ, possibleKeys, key, ref, extra string }
 
 func (p myPlan) String() string { return p.text }
 
@@ -257,6 +257,8 @@ func myExplainAs(t *testing.T, conn *sql.Conn, prefix string, st sqlrow.Statemen
 				r.table = vals[i].String
 			case "type":
 				r.typ = vals[i].String
+			case "possible_keys":
+				r.possibleKeys = vals[i].String
 			case "key":
 				r.key = vals[i].String
 			case "extra":

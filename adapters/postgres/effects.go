@@ -306,6 +306,11 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 		args = append(args, p.MessageID)
 		q += fmt.Sprintf(` AND e.message_id = $%d`, len(args))
 	}
+	if p.Blocking {
+		// ordered written out: the partial index of pending ordered
+		// effects serves it.
+		q += ` AND e.ordered AND e.error IS NOT NULL`
+	}
 	return b.listEffects(ctx, "list effects", q+` ORDER BY e.id DESC LIMIT $2`, args...)
 }
 

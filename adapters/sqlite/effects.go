@@ -258,8 +258,9 @@ func (b *Backend) EffectList(ctx context.Context, p *store.EffectListParams) ([]
 		before = 1<<63 - 1
 	}
 	rows, err := b.r.QueryContext(ctx, `SELECT `+sqlrow.EffectInfoColumns+` FROM ductus_effects e JOIN ductus_actors a ON a.pk = e.actor_pk
-		WHERE e.state = ? AND (? = '' OR a.type = ?) AND (? = '' OR a.id = ?) AND (? = 0 OR e.message_id = ?) AND e.id < ? ORDER BY e.id DESC LIMIT ?`,
-		string(p.State), p.Type, p.Type, p.ID, p.ID, p.MessageID, p.MessageID, before, limitOr(p.Limit, 100))
+		WHERE e.state = ? AND (? = '' OR a.type = ?) AND (? = '' OR a.id = ?) AND (? = 0 OR e.message_id = ?)
+		AND (? = 0 OR e.ordered = 1 AND e.error IS NOT NULL) AND e.id < ? ORDER BY e.id DESC LIMIT ?`,
+		string(p.State), p.Type, p.Type, p.ID, p.ID, p.MessageID, p.MessageID, p.Blocking, before, limitOr(p.Limit, 100))
 	if err != nil {
 		return nil, classify("list effects", err)
 	}

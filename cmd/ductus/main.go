@@ -46,6 +46,7 @@ func commands() []command {
 		{"drain", "close a running engine's gates and wait until it is drained (-stop: then it exits)", drainCmd},
 		{"pause", "pause a destination of a running engine (its messages wait), with a reason", pauseCmd},
 		{"resume", "resume a paused destination", resumeCmd},
+		{"hotspots", "where an interface's backlog is stuck: lanes blocked by a failing send, and by which message, through the API", hotspotsCmd},
 		{"messages", "an interface's messages, filtered by key, MSH-10, type, status and time, through the API", messagesCmd},
 		{"show", "a message's keys and deliveries (-payload: and its payload), through the API", showCmd},
 		{"resend", "resend a message's quarantined deliveries (or -dest: replay those destinations)", resendCmd},

@@ -220,6 +220,17 @@ func TestDevWalkthrough(t *testing.T) {
 		t.Fatalf("a bad -since: %d %s", code, msErr.String())
 	}
 
+	// ductus hotspots: everything above was delivered, so nothing waits;
+	// an unknown interface is the API's 404, naming it.
+	testutil.Eventually(t, 30*time.Second, "ductus hotspots adt: nothing waiting", func() bool {
+		var hs, hsErr testutil.SyncBuffer
+		return run(ctx, []string{"hotspots", "adt"}, &hs, &hsErr) == 0 && hs.String() == "adt: nothing is waiting\n"
+	})
+	var hs, hsErr testutil.SyncBuffer
+	if code := run(ctx, []string{"hotspots", "nope"}, &hs, &hsErr); code == 0 || !strings.Contains(hsErr.String(), `"nope"`) {
+		t.Fatalf("ductus hotspots nope: %d %s", code, hsErr.String())
+	}
+
 	// ductus drain closes the gates and returns once everything sent
 	// above is delivered; -cancel opens them again.
 	for _, c := range []struct {

@@ -97,10 +97,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INTERFACE\tSTATE\tDESTINATION\tTYPE\tPENDING\tQUARANTINED\tPAUSED")
+	fmt.Fprintln(tw, "INTERFACE\tSTATE\tDESTINATION\tTYPE\tPENDING\tOLDEST\tQUARANTINED\tPAUSED")
+	now := time.Now()
 	for _, in := range list.Interfaces {
 		if len(in.Destinations) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\n", in.Name, in.State)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\n", in.Name, in.State)
 		}
 		for i, d := range in.Destinations {
 			name, state := in.Name, string(in.State)
@@ -111,7 +112,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if d.Paused != nil {
 				paused = fmt.Sprintf("by %s since %s: %s", d.Paused.By, d.Paused.At.Local().Format("2006-01-02 15:04"), d.Paused.Reason)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, state, d.Name, d.Type, d.Pending, d.Quarantined, paused)
+			oldest := "-"
+			if d.OldestPendingAt != nil {
+				oldest = max(0, now.Sub(*d.OldestPendingAt)).Round(time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", name, state, d.Name, d.Type, d.Pending, oldest, d.Quarantined, paused)
 		}
 	}
 	return tw.Flush()

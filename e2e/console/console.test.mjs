@@ -222,24 +222,112 @@ await step("sign in: the forced password change, then the overview", async () =>
 });
 
 const mrns = { a: "MRN1001", b: "MRN1002", q: "MRN1003" };
-await step("the overview's counts move as messages arrive, without a reload", async () => {
+// The three MRNs' lanes of the adt interface (4 partitions: FNV-1a of the
+// key modulo 4), so each message holds a lane of its own.
+const laneOf = (key) => {
+  let h = 2166136261;
+  for (const c of Buffer.from(key)) h = Math.imul(h ^ c, 16777619) >>> 0;
+  return h % 4;
+};
+// apiInterfaces reads GET /api/v1/interfaces through the page's session.
+const apiInterfaces = () => page.evaluate(() => fetch("/api/v1/interfaces").then((r) => r.json()));
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+
+await step("the overview's counts and oldest pending age move as messages arrive, without a reload", async () => {
   await page.getByText("Live", { exact: true }).waitFor({ timeout: 10000 });
   assert.equal(await count("quarantined-adt-emr"), 0);
   assert.equal(await count("quarantined-adt-archive"), 0);
+  assert.equal((await page.getByTestId("oldest-adt-emr").innerText()).trim(), "—");
+  // The server's throughput before anything arrived: none (an empty hour
+  // is left out), or an hour of empty minutes.
+  const before = (await apiInterfaces()).interfaces.find((i) => i.name === "adt");
+  if (before.throughput) {
+    assert.equal(sum(before.throughput.sent) + sum(before.throughput.received), 0, JSON.stringify(before.throughput));
+  }
+  assert.match(await page.getByTestId("spark-adt").getAttribute("aria-label"), /^Sent in the last hour: 0 \(peak 0 a minute\); received: 0$/);
   await page.evaluate(() => { window.__noReload = true; });
   await send(adt(mrns.a, "Smith", "Anna"));
   await send(adt(mrns.b, "Jones", "Bo"));
   await send(adt(mrns.q, "QUARANTINE", "Quinn"));
-  // The EMR is down: its sends use up their two attempts and are
-  // quarantined; the archive's transform quarantines the marked message.
+  // The EMR is down: each send fails and waits about 15 s for its next
+  // (and last) attempt, holding its lane. The EMR's oldest pending work has an age,
+  // which grows with the clock.
+  const ageRe = /^\d+ s$/;
+  await page.waitForFunction((re) => new RegExp(re).test(document.querySelector('[data-testid="oldest-adt-emr"]')?.textContent ?? ""),
+    ageRe.source, { timeout: 5000 });
+  const age0 = (await page.getByTestId("oldest-adt-emr").innerText()).trim();
+  await page.waitForFunction((a0) => {
+    const t = document.querySelector('[data-testid="oldest-adt-emr"]')?.textContent ?? "";
+    return /^\d+ s$/.test(t) && Number.parseInt(t) > Number.parseInt(a0);
+  }, age0, { timeout: 4000 });
+  const [p] = (await apiInterfaces()).interfaces.find((i) => i.name === "adt").destinations.filter((d) => d.name === "emr");
+  assert.ok(p.pending > 0 && p.oldest_pending_at, "the EMR's pending work from the API: " + JSON.stringify(p));
+  const age = Date.now() - Date.parse(p.oldest_pending_at);
+  assert.ok(age >= 0 && age < 30000, `oldest_pending_at ${p.oldest_pending_at} is ${age} ms ago`);
+  await shot("overview-pending");
+
+  // The interface page (followed as a link: no reload) names the blocked
+  // lanes: each held by one message, with its key and its last error (the
+  // section is read again every 5 s while something waits).
+  await page.getByRole("link", { name: "adt", exact: true }).click();
+  await page.getByRole("heading", { name: "Interface adt" }).waitFor();
+  assert.match((await page.getByTestId("oldest-emr").innerText()).trim(), ageRe);
+  const hs = page.getByTestId("hotspots-emr");
+  await page.getByTestId("hotspots-emr-summary").getByText("3 waiting in 3 lanes; 3 lanes blocked.", { exact: true }).waitFor({ timeout: 15000 });
+  assert.equal(await hs.getByRole("alert").count(), 1);
+  assert.equal((await hs.getByRole("alert").innerText()).trim(), "Every lane is blocked: the receiver looks down.");
+  for (const mrn of [mrns.a, mrns.b, mrns.q]) {
+    const row = page.getByTestId(`lane-emr-${laneOf(mrn)}`);
+    const cells = await row.locator("th, td").allInnerTexts();
+    // Lane, waiting, state, message, key, attempts, last error, since.
+    assert.equal(cells[0].trim(), String(laneOf(mrn)));
+    assert.equal(cells[1].trim(), "1");
+    assert.match(cells[2], /blocked/);
+    assert.equal(cells[4].trim(), mrn);
+    assert.equal(cells[5].trim(), "1", "attempts of " + mrn);
+    assert.match(cells[6], /\w/, "no last error for " + mrn);
+    assert.notEqual(cells[6].trim(), "—", "no last error for " + mrn);
+    // The message link names the message of that key, in that lane.
+    const href = await row.getByRole("link").getAttribute("href");
+    assert.match(href, /^\/messages\/[^/]+$/);
+    const m = await page.evaluate((h) => fetch("/api/v1" + h).then((r) => r.json()), href);
+    assert.equal(m.message.ordering_key, mrn, "the hotspot's message: " + JSON.stringify(m.message));
+    assert.equal(m.message.lane, laneOf(mrn));
+  }
+  assert.equal(await hs.locator("tbody tr").count(), 3);
+  await axe("interface with blocked lanes");
+  await shot("interface-hotspots");
+  await page.goBack();
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+
+  // Each send uses up its two attempts and is quarantined; the
+  // archive's transform quarantines the marked message.
   await page.waitForFunction(() => Number(document.querySelector('[data-testid="quarantined-adt-emr"]')?.textContent) === 3,
-    null, { timeout: 20000 });
+    null, { timeout: 40000 });
   await page.waitForFunction(() => Number(document.querySelector('[data-testid="quarantined-adt-archive"]')?.textContent) === 1,
     null, { timeout: 20000 });
+  // Nothing is pending any more: no age.
+  await page.waitForFunction(() => document.querySelector('[data-testid="oldest-adt-emr"]')?.textContent === "—", null, { timeout: 10000 });
+  for (const d of ["archive", "events", "census"]) assert.equal((await page.getByTestId(`oldest-adt-${d}`).innerText()).trim(), "—");
   assert.equal(await page.evaluate(() => window.__noReload), true, "the page reloaded");
-  // The throughput sparkline counted the sends it watched.
-  await page.waitForFunction(() => /^[1-9]\d* sent in the last hour/.test(document.querySelector('[data-testid="spark-adt"]')?.getAttribute("aria-label") ?? ""),
-    null, { timeout: 10000 });
+  // The sparkline shows the server's figures: 8 sends (the archive's two,
+  // the events' and the census' three each; the EMR's none) and the 3
+  // messages received, the same totals as since_start.
+  const ix = (await apiInterfaces()).interfaces.find((i) => i.name === "adt");
+  assert.ok(ix.throughput, "GET /interfaces has no throughput: " + JSON.stringify(ix));
+  assert.equal(ix.throughput.bucket_seconds, 60);
+  assert.equal(ix.throughput.sent.length, 60);
+  assert.equal(ix.throughput.received.length, 60);
+  const sent = sum(ix.throughput.sent);
+  const received = sum(ix.throughput.received);
+  assert.equal(sent, sum(ix.destinations.map((d) => d.since_start?.sent ?? 0)), "throughput.sent against since_start: " + JSON.stringify(ix));
+  assert.equal(sent, 8, "throughput.sent: " + JSON.stringify(ix.throughput));
+  assert.equal(received, 3, "throughput.received: " + JSON.stringify(ix.throughput));
+  assert.ok(Date.parse(ix.throughput.until) > Date.now() - 60000, "throughput.until is old: " + ix.throughput.until);
+  const want = `Sent in the last hour: ${sent} (peak ${Math.max(...ix.throughput.sent)} a minute); received: ${received}`;
+  await page.waitForFunction((w) => document.querySelector('[data-testid="spark-adt"]')?.getAttribute("aria-label") === w, want, { timeout: 10000 })
+    .catch(async () => { throw new Error(`sparkline label ${await page.getByTestId("spark-adt").getAttribute("aria-label")}, want ${want}`); });
+  assert.equal(await page.getByTestId("spark-adt").locator("polyline.spark-sent").getAttribute("points").then((p) => p.split(" ").length), 60);
   await axe("overview");
   await shot("overview", "overview");
   await cspClean();
@@ -271,6 +359,10 @@ await step("the interface page", async () => {
   await page.getByRole("heading", { name: "Interface adt" }).waitFor();
   await page.getByRole("button", { name: "Pause" }).first().waitFor();
   await page.getByTestId("recent-errors").getByText("marked for quarantine").waitFor();
+  // Every EMR send is quarantined: no destination has a backlog.
+  await page.getByTestId("hotspots").getByText("Nothing is waiting.").waitFor({ timeout: 10000 });
+  assert.equal(await page.getByTestId("hotspots-emr").count(), 0);
+  assert.equal((await page.getByTestId("oldest-emr").innerText()).trim(), "—");
   await axe("interface");
   await shot("interface");
 });
@@ -342,7 +434,9 @@ await step("resend a quarantined message as admin: the EMR is back and it is sen
   await page.getByRole("button", { name: "Resend" }).click();
   await page.getByText(/Resent: emr \(was quarantined, in its place\)/).waitFor();
   // The page follows a pending delivery until it settles.
-  await page.getByTestId("delivery-emr").getByText("sent").waitFor({ timeout: 20000 });
+  // (Its first attempt may meet a connection's reconnect back-off from the
+  // EMR's downtime, and go again 15 s later.)
+  await page.getByTestId("delivery-emr").getByText("sent").waitFor({ timeout: 40000 });
   assert.ok(emr.received.some((m) => m.includes(mrns.a)), "the EMR did not receive the resent message");
   await shot("message-resent");
 });
@@ -528,6 +622,13 @@ await step("a viewer sees no resend button, and the API refuses the call anyway"
   assert.equal(await page.getByRole("link", { name: "Admin", exact: true }).count(), 0);
   await axe("message as viewer");
   await shot("message-viewer");
+  // A viewer may read the hotspots (and no pause button is shown).
+  await page.goto(base + "/interfaces/adt");
+  await page.getByRole("heading", { name: "Interface adt" }).waitFor();
+  await page.getByTestId("hotspots").getByText("Nothing is waiting.").waitFor();
+  assert.equal(await page.getByTestId("hotspots").getByRole("alert").count(), 0);
+  assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 0);
+  await axe("interface as viewer");
   await cspClean();
 });
 

@@ -107,7 +107,15 @@ destinations:
     host: %s
     port: %s
     ack_timeout: 1s
-    retry: { initial: 10ms, max: 20ms, max_attempts: 2 }
+    # A connection a lane (the test's three messages have a lane each), so
+    # their sends fail at once, and each connection's reconnect back-off
+    # (doubling after each failed dial) stays short for when the EMR comes
+    # back; two attempts 15 s apart: while the EMR is down each send holds
+    # its lane for about 15 s, long enough for the browser to see the
+    # blocked lanes (hotspots) and the oldest pending age, then it is
+    # quarantined.
+    connections: 3
+    retry: { initial: 15s, max: 15s, max_attempts: 2 }
 `, mllpAddr, emrHost, emrPort))
 	write(t, proj, "interfaces/adt/transform.js", `// A message whose family name is QUARANTINE is held for an operator; the
 // archive's copy names it in MSH-6 (the console shows the diff).

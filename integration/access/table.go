@@ -28,6 +28,7 @@ var Table = map[string]Rule{
 	"whoAmI":            {Role: Viewer, DuringPasswordChange: true},
 	"listInterfaces":    {Role: Viewer},
 	"listMessages":      {Role: Viewer},
+	"getHotspots":       {Role: Viewer},
 	"getMessage":        {Role: Viewer},
 	"listQuarantine":    {Role: Viewer},
 	"getMessagePayload": {Role: Viewer, Perm: Payloads, Audited: true},

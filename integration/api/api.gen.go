@@ -554,6 +554,9 @@ type DeliveryStatus string
 type Destination struct {
 	Name string `json:"name"`
 
+	// OldestPendingAt When the oldest of the pending work was queued for this destination (a lane message's enqueue, or a send's staging); absent when nothing is pending. Its age is now minus this.
+	OldestPendingAt *time.Time `json:"oldest_pending_at,omitempty"`
+
 	// Paused A paused destination's lanes and sends hold until it is resumed.
 	Paused *Pause `json:"paused,omitempty"`
 
@@ -568,6 +571,26 @@ type Destination struct {
 
 	// Type mllp, http, file or route
 	Type string `json:"type"`
+}
+
+// DestinationHotspots A destination with a backlog: how its lanes share it and which of them are held by a failing send.
+type DestinationHotspots struct {
+	Destination string `json:"destination"`
+
+	// Lanes The blocked lanes, then a hot lane (most of the backlog), most waiting first.
+	Lanes []Hotspot `json:"lanes"`
+
+	// LanesBlocked Lanes whose first send has failed and is being retried.
+	LanesBlocked int `json:"lanes_blocked"`
+
+	// LanesWaiting Lanes with something pending.
+	LanesWaiting int `json:"lanes_waiting"`
+
+	// ReceiverDown Every lane with a backlog is blocked: the receiver, not a message, is the likely trouble.
+	ReceiverDown bool `json:"receiver_down"`
+
+	// Waiting Pending lane messages and sends of every lane.
+	Waiting int64 `json:"waiting"`
 }
 
 // DismissRequest defines model for DismissRequest.
@@ -684,6 +707,40 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// Hotspot defines model for Hotspot.
+type Hotspot struct {
+	// Attempts Attempts of the blocking send so far.
+	Attempts *int `json:"attempts,omitempty"`
+
+	// Blocked The lane's first send has failed: every later message of the lane waits behind it.
+	Blocked bool `json:"blocked"`
+
+	// Hot The lane holds most of the destination's backlog (100 waiting at least): one key is busy.
+	Hot bool `json:"hot"`
+
+	// Key That message's ordering key (e.g. the MRN).
+	Key  *string `json:"key,omitempty"`
+	Lane int     `json:"lane"`
+
+	// LastError Why its last attempt failed.
+	LastError *string `json:"last_error,omitempty"`
+
+	// MessageId The message whose send holds the lane (blocked lanes).
+	MessageId *string `json:"message_id,omitempty"`
+
+	// Since When the blocking send was staged.
+	Since *time.Time `json:"since,omitempty"`
+
+	// Waiting What the lane has pending.
+	Waiting int64 `json:"waiting"`
+}
+
+// HotspotReport defines model for HotspotReport.
+type HotspotReport struct {
+	Destinations []DestinationHotspots `json:"destinations"`
+	Interface    string                `json:"interface"`
+}
+
 // Interface defines model for Interface.
 type Interface struct {
 	Destinations []Destination `json:"destinations"`
@@ -694,6 +751,9 @@ type Interface struct {
 
 	// State stopped: the runaway guard stopped it after repeated runaway scripts.
 	State InterfaceState `json:"state"`
+
+	// Throughput What this engine process received and sent for the interface, a bucket per minute over the last hour, oldest first; the last bucket is the minute in progress. In memory, per process, like since_start; absent when the interface received and sent nothing in the hour.
+	Throughput *Throughput `json:"throughput,omitempty"`
 }
 
 // InterfaceState stopped: the runaway guard stopped it after repeated runaway scripts.
@@ -957,6 +1017,21 @@ type State struct {
 	Interfaces []Interface `json:"interfaces"`
 }
 
+// Throughput What this engine process received and sent for the interface, a bucket per minute over the last hour, oldest first; the last bucket is the minute in progress. In memory, per process, like since_start; absent when the interface received and sent nothing in the hour.
+type Throughput struct {
+	// BucketSeconds Each bucket's span (60).
+	BucketSeconds int `json:"bucket_seconds"`
+
+	// Received Messages accepted at intake (duplicates and rejections excluded).
+	Received []int64 `json:"received"`
+
+	// Sent Deliveries sent, every destination together.
+	Sent []int64 `json:"sent"`
+
+	// Until The end of the last bucket.
+	Until time.Time `json:"until"`
+}
+
 // Token defines model for Token.
 type Token struct {
 	CreatedAt   time.Time          `json:"created_at"`
@@ -1165,6 +1240,9 @@ type ServerInterface interface {
 	// PauseDestination Pause a destination (operator); its messages keep arriving and wait.
 	// (POST /api/v1/interfaces/{name}/destinations/{destination}/pause)
 	PauseDestination(w http.ResponseWriter, r *http.Request, name string, destination string)
+	// GetHotspots Where an interface's backlog is stuck, per destination.
+	// (GET /api/v1/interfaces/{name}/hotspots)
+	GetHotspots(w http.ResponseWriter, r *http.Request, name string)
 	// ListMessages An interface's stored messages, newest first, a page at a time, filtered.
 	// (GET /api/v1/interfaces/{name}/messages)
 	ListMessages(w http.ResponseWriter, r *http.Request, name string, params ListMessagesParams)
@@ -1548,6 +1626,32 @@ func (siw *ServerInterfaceWrapper) PauseDestination(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.PauseDestination(w, r, name, destination)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetHotspots operation middleware
+func (siw *ServerInterfaceWrapper) GetHotspots(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", r.PathValue("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetHotspots(w, r, name)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2265,6 +2369,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/me", wrapper.WhoAmI)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces", wrapper.ListInterfaces)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces/{name}/messages", wrapper.ListMessages)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/interfaces/{name}/hotspots", wrapper.GetHotspots)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/api/v1/interfaces/{name}/destinations/{destination}/pause", wrapper.ResumeDestination)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/api/v1/interfaces/{name}/destinations/{destination}/pause", wrapper.PauseDestination)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/api/v1/events", wrapper.GetEvents)
@@ -2749,6 +2854,45 @@ type PauseDestinationdefaultJSONResponse struct {
 }
 
 func (response PauseDestinationdefaultJSONResponse) VisitPauseDestinationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHotspotsRequestObject struct {
+	Name string `json:"name"`
+}
+
+type GetHotspotsResponseObject interface {
+	VisitGetHotspotsResponse(w http.ResponseWriter) error
+}
+
+type GetHotspots200JSONResponse HotspotReport
+
+func (response GetHotspots200JSONResponse) VisitGetHotspotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHotspotsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response GetHotspotsdefaultJSONResponse) VisitGetHotspotsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3665,6 +3809,9 @@ type StrictServerInterface interface {
 	// PauseDestination Pause a destination (operator); its messages keep arriving and wait.
 	// (POST /api/v1/interfaces/{name}/destinations/{destination}/pause)
 	PauseDestination(ctx context.Context, request PauseDestinationRequestObject) (PauseDestinationResponseObject, error)
+	// GetHotspots Where an interface's backlog is stuck, per destination.
+	// (GET /api/v1/interfaces/{name}/hotspots)
+	GetHotspots(ctx context.Context, request GetHotspotsRequestObject) (GetHotspotsResponseObject, error)
 	// ListMessages An interface's stored messages, newest first, a page at a time, filtered.
 	// (GET /api/v1/interfaces/{name}/messages)
 	ListMessages(ctx context.Context, request ListMessagesRequestObject) (ListMessagesResponseObject, error)
@@ -4059,6 +4206,32 @@ func (sh *strictHandler) PauseDestination(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(PauseDestinationResponseObject); ok {
 		if err := validResponse.VisitPauseDestinationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetHotspots operation middleware
+func (sh *strictHandler) GetHotspots(w http.ResponseWriter, r *http.Request, name string) {
+	var request GetHotspotsRequestObject
+
+	request.Name = name
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetHotspots(ctx, request.(GetHotspotsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetHotspots")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetHotspotsResponseObject); ok {
+		if err := validResponse.VisitGetHotspotsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -60,6 +60,14 @@ func (s *server) ListInterfaces(ctx context.Context, _ ListInterfacesRequestObje
 	return ListInterfaces200JSONResponse{Interfaces: ifs}, nil
 }
 
+func (s *server) GetHotspots(ctx context.Context, req GetHotspotsRequestObject) (GetHotspotsResponseObject, error) {
+	r, err := s.eng.Hotspots(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return GetHotspots200JSONResponse(r), nil
+}
+
 func (s *server) ListMessages(ctx context.Context, req ListMessagesRequestObject) (ListMessagesResponseObject, error) {
 	limit := pageSize(req.Params.Limit)
 	str := func(p *string) string {

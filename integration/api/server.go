@@ -25,6 +25,10 @@ type Engine interface {
 	// Interfaces is every interface with its state and each
 	// destination's counts, in the project's order.
 	Interfaces(ctx context.Context) ([]Interface, error)
+	// Hotspots is where an interface's backlog is stuck: per destination
+	// with a backlog, the lanes held by a failing send and a lane with
+	// most of the backlog.
+	Hotspots(ctx context.Context, iface string) (HotspotReport, error)
 	// Messages pages an interface's messages, newest first, filtered.
 	Messages(ctx context.Context, q MessageQuery) ([]MessageSummary, error)
 	// Quarantine pages the quarantined deliveries of one interface (or

@@ -160,6 +160,7 @@ func TestAPIAccessByRole(t *testing.T) {
 			"whoAmI":            func() (string, string, string) { return "GET", "/api/v1/me", "" },
 			"listInterfaces":    func() (string, string, string) { return "GET", "/api/v1/interfaces", "" },
 			"listMessages":      func() (string, string, string) { return "GET", "/api/v1/interfaces/adt/messages?limit=5", "" },
+			"getHotspots":       func() (string, string, string) { return "GET", "/api/v1/interfaces/adt/hotspots", "" },
 			"getMessage":        func() (string, string, string) { return "GET", "/api/v1/messages/" + msgID, "" },
 			"listQuarantine":    func() (string, string, string) { return "GET", "/api/v1/quarantine", "" },
 			"getMessagePayload": func() (string, string, string) { return "GET", "/api/v1/messages/" + msgID + "/payload", "" },

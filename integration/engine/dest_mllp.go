@@ -67,6 +67,12 @@ func (m *mllpSender) send(ctx context.Context, _ host.EffectContext, a sendArgs)
 	}
 	defer func() { m.free <- c }()
 	ack, err := c.Send(ctx, a.Output)
+	if be := (*mllpnet.BackoffError)(nil); errors.As(err, &be) {
+		// The connection waits to dial again and nothing was tried: no
+		// attempt used up (max_attempts counts sends and dials that fail,
+		// not the wait between them); back when the dial is due.
+		return &waitError{after: be.Wait, why: err.Error()}
+	}
 	switch mllpnet.OutcomeOf(ack, err) {
 	case mllpnet.Sent:
 		return nil

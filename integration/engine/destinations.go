@@ -99,6 +99,9 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 					if st := e.statsOf(dest.Interface, dest.Name); st != nil {
 						st.observeSent(time.Since(a.ReceivedAt))
 					}
+					if ir := e.ifaces[dest.Interface]; ir != nil {
+						ir.tp.add(time.Now(), 0, 1)
+					}
 					return nil, nil
 				},
 			}
@@ -108,9 +111,10 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 }
 
 // errWaiting marks an attempt that sent nothing because the destination
-// was not free within the attempt (its rate limit, or every MLLP connection
-// busy): it is counted as waiting, not as a failed send, and given back to
-// be tried again without using up an attempt.
+// was not free within the attempt (its rate limit, every MLLP connection
+// busy, or an MLLP connection waiting out its reconnect back-off): it is
+// counted as waiting, not as a failed send, and given back to be tried
+// again without using up an attempt.
 var errWaiting = errors.New("waiting for the destination")
 
 // waitError is an errWaiting that knows when the destination is free again.

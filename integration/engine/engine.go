@@ -105,6 +105,8 @@ type ifaceRuntime struct {
 	dedupe *format.KeyPath // nil without dedupe
 	// reportedStop: the stop after repeated runaways has been logged.
 	reportedStop atomic.Bool
+	// tp is the last hour's received and sent, per minute (throughput.go).
+	tp throughput
 }
 
 // source is a running source of messages.

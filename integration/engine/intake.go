@@ -97,6 +97,7 @@ func (e *Engine) Intake(ctx context.Context, iface string, recs []Record, state 
 			e.met.duplicates.WithLabelValues(iface).Inc()
 		default:
 			e.met.received.WithLabelValues(iface).Inc()
+			ir.tp.add(time.Now(), 1, 0)
 		}
 	}
 	return req.out, nil

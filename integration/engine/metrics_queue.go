@@ -20,6 +20,9 @@ var (
 	quarantinedDesc = prometheus.NewDesc("ductus_destination_quarantined",
 		"A destination's deliveries quarantined (dead sends and dead lane messages) and not yet resent or dismissed.",
 		[]string{"interface", "destination"}, nil)
+	oldestDesc = prometheus.NewDesc("ductus_destination_oldest_pending_age_seconds",
+		"How long the oldest of a destination's pending lane messages and sends has waited (0 when none is pending).",
+		[]string{"interface", "destination"}, nil)
 	pausedDesc = prometheus.NewDesc("ductus_destination_paused",
 		"1 while an operator has the destination paused, else 0.",
 		[]string{"interface", "destination"}, nil)
@@ -33,7 +36,7 @@ var (
 const queueScrapeTimeout = 5 * time.Second
 
 func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pendingDesc, quarantinedDesc, pausedDesc, drainingDesc, inFlightDesc} {
+	for _, d := range []*prometheus.Desc{pendingDesc, quarantinedDesc, oldestDesc, pausedDesc, drainingDesc, inFlightDesc} {
 		ch <- d
 	}
 }
@@ -57,6 +60,7 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
 		return
 	}
+	now := time.Now()
 	for _, in := range ifs {
 		for _, d := range in.Destinations {
 			paused := 0.0
@@ -65,6 +69,11 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(pendingDesc, float64(d.Pending), in.Name, d.Name)
 			gauge(quarantinedDesc, float64(d.Quarantined), in.Name, d.Name)
+			age := 0.0
+			if d.OldestPendingAt != nil {
+				age = max(0, now.Sub(*d.OldestPendingAt).Seconds())
+			}
+			gauge(oldestDesc, age, in.Name, d.Name)
 			gauge(pausedDesc, paused, in.Name, d.Name)
 		}
 	}

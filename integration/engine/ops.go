@@ -47,7 +47,10 @@ func (e *Engine) Info(ctx context.Context) (api.EngineInfo, error) {
 }
 
 // destCounts are one destination's counts.
-type destCounts struct{ pending, quarantined int64 }
+type destCounts struct {
+	pending, quarantined int64
+	oldest               time.Time // of the pending work (zero: none)
+}
 
 // Interfaces implements api.Engine.
 func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
@@ -56,9 +59,13 @@ func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
 		return nil, err
 	}
 	out := make([]api.Interface, 0, len(e.proj.Interfaces))
+	now := time.Now()
 	for _, in := range e.proj.Interfaces {
 		it := api.Interface{Name: in.Name, State: "running", Format: string(in.Format),
 			Sources: []string{describeSource(in.Source)}, Destinations: make([]api.Destination, 0, len(in.Destinations))}
+		if ir := e.ifaces[in.Name]; ir != nil {
+			it.Throughput = ir.tp.view(now)
+		}
 		if st, ok := e.InterfaceStatus(in.Name); ok && st.Stopped {
 			it.State = "stopped"
 			it.LastRunaway = &st.LastRunaway
@@ -69,6 +76,10 @@ func (e *Engine) Interfaces(ctx context.Context) ([]api.Interface, error) {
 				c = &destCounts{}
 			}
 			ad := api.Destination{Name: d.Name, Type: string(d.Type), Pending: c.pending, Quarantined: c.quarantined}
+			if !c.oldest.IsZero() {
+				at := c.oldest.UTC()
+				ad.OldestPendingAt = &at
+			}
 			if st := e.statsOf(in.Name, d.Name); st != nil {
 				ad.SinceStart = sinceStart(st)
 			}
@@ -116,6 +127,9 @@ func (e *Engine) laneCounts(ctx context.Context) (map[string]*destCounts, error)
 		}
 		c.pending += r.Messages + r.Effects
 		c.quarantined += r.DeadLetters + r.DeadEffects
+		if !r.Oldest.IsZero() && (c.oldest.IsZero() || r.Oldest.Before(c.oldest)) {
+			c.oldest = r.Oldest
+		}
 	}
 	return counts, nil
 }

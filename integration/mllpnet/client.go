@@ -49,6 +49,22 @@ var (
 	ErrClientClosed = errors.New("mllpnet: client closed")
 )
 
+// BackoffError is the ErrBackoff of a Send that did not wait for its dial:
+// the dial is due only after the Send's deadline. Nothing was tried, so a
+// caller that retries may count it as no attempt and come back after
+// Wait.
+type BackoffError struct {
+	Addr string
+	Wait time.Duration // until the next dial is due
+}
+
+func (e *BackoffError) Error() string {
+	return fmt.Sprintf("%v: the next connection attempt to %s is due in %v", ErrBackoff, e.Addr, e.Wait.Round(time.Millisecond))
+}
+
+// Is makes a BackoffError an ErrBackoff.
+func (e *BackoffError) Is(target error) bool { return target == ErrBackoff }
+
 // ClientOptions configure a Client.
 type ClientOptions struct {
 	// CloseAfterAck closes the connection after every ACK, so each message
@@ -218,7 +234,7 @@ func checkPayload(payload []byte) (string, error) {
 func (c *Client) dial(ctx context.Context) error {
 	if wait := time.Until(c.dialAt); wait > 0 {
 		if dl, ok := ctx.Deadline(); ok && dl.Before(c.dialAt) {
-			return fmt.Errorf("%w: the next connection attempt to %s is due in %v", ErrBackoff, c.o.Addr, wait.Round(time.Millisecond))
+			return &BackoffError{Addr: c.o.Addr, Wait: wait}
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -136,8 +136,9 @@ func TestClientBackoff(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		_, err := c.Send(ctx, m[0].raw)
-		if !errors.Is(err, ErrBackoff) || OutcomeOf(Ack{}, err) != Retry {
-			t.Fatalf("second: %v, want ErrBackoff", err)
+		var be *BackoffError
+		if !errors.Is(err, ErrBackoff) || OutcomeOf(Ack{}, err) != Retry || !errors.As(err, &be) || be.Wait <= 100*time.Millisecond {
+			t.Fatalf("second: %v, want a BackoffError past the deadline", err)
 		}
 	})
 	t.Run("a peer that closes before any ACK counts as a failure", func(t *testing.T) {

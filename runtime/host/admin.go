@@ -191,6 +191,9 @@ func (h *Host) Effects(ctx context.Context, q EffectQuery) ([]EffectInfo, error)
 	if q.ID != "" && q.Type == "" {
 		return nil, fmt.Errorf("%w: EffectQuery.ID %q needs its Type", actor.ErrInvalidArguments, q.ID)
 	}
+	if q.Blocking && q.State != EffectPending {
+		return nil, fmt.Errorf("%w: EffectQuery.Blocking needs State %q (a %s effect holds nothing)", actor.ErrInvalidArguments, EffectPending, q.State)
+	}
 	if err := checkLimit("EffectQuery", q.Limit); err != nil {
 		return nil, err
 	}
@@ -198,7 +201,7 @@ func (h *Host) Effects(ctx context.Context, q EffectQuery) ([]EffectInfo, error)
 		return nil, err
 	}
 	rows, err := h.be.EffectList(ctx, &store.EffectListParams{State: store.EffectState(q.State), Type: q.Type, ID: q.ID,
-		MessageID: int64(q.Message), BeforeID: q.Before, Limit: q.Limit})
+		MessageID: int64(q.Message), BeforeID: q.Before, Limit: q.Limit, Blocking: q.Blocking})
 	return convert(rows, asEffectInfo), err
 }
 

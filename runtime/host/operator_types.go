@@ -78,6 +78,10 @@ type EffectQuery struct {
 	Message actor.MessageID
 	Before  int64 // page before this effect ID (0 = from the newest)
 	Limit   int   // page size (0 = 100)
+	// Blocking keeps the ordered effects whose last attempt failed (State
+	// pending): each holds its actor's later ordered effects until it
+	// succeeds or dies. What an operator asks for "what is stuck?".
+	Blocking bool
 }
 
 // EffectInfo is an effect as operators see it.
@@ -205,6 +209,9 @@ type ActorBacklog struct {
 	// DeadLetters and DeadEffects wait for an operator.
 	DeadLetters int64
 	DeadEffects int64
+	// Oldest is when the oldest of Messages and Effects was queued (zero
+	// when there are none): its age is how long the actor's work waits.
+	Oldest time.Time
 }
 
 func asActorInfo(a *store.ActorInfo) ActorInfo {

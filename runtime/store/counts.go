@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ductus/ductus/actor"
 )
@@ -68,6 +69,10 @@ type ActorBacklog struct {
 	// DeadLetters and DeadEffects wait for an operator (retry or discard).
 	DeadLetters int64
 	DeadEffects int64
+	// Oldest is when the oldest of Messages and Effects was queued: a
+	// message's enqueue or an effect's staging (zero when both are 0). It
+	// is read from the same rows as the counts, so it costs what they do.
+	Oldest time.Time
 }
 
 // Backlog is the unfinished work of a scope.

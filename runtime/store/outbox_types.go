@@ -114,6 +114,10 @@ type EffectListParams struct {
 	ID string
 	// MessageID keeps the effects one message's turn staged (0 = any).
 	MessageID int64
+	// Blocking keeps the ordered effects whose last attempt failed (State
+	// pending): each is the head its actor's later ordered effects wait
+	// behind.
+	Blocking bool
 }
 
 // ReminderClaimParams leases due reminders.

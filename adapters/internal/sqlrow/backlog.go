@@ -92,7 +92,9 @@ const (
 //
 //   - ductus_ready and ductus_claimed hold only unfinished messages (on
 //     Postgres their primary keys lead with actor_pk; elsewhere
-//     ductus_ready_actor_seq and ductus_claimed_actor do);
+//     ductus_ready_actor_seq and ductus_claimed_actor do); each actor's
+//     first pending message is looked up by primary key for its
+//     enqueue time;
 //   - pending effects are two parts, one per partial index of Postgres and
 //     SQLite: ductus_effects_ordered (actor_pk, id) WHERE state = 'pending'
 //     AND ordered, and ductus_effects_unordered_due (due_at) WHERE state =
@@ -112,17 +114,31 @@ const (
 type byActorPart struct {
 	kind        int
 	from, where string
+	// queued is the column of when a row was queued, for the actor's
+	// oldest pending work ("" for dead parts, which are not pending).
+	queued string
 }
+
+// firstEnqueued marks a part whose oldest is its first message's enqueue
+// time (see byActorParts).
+const firstEnqueued = "first enqueued"
 
 // byActorParts are BacklogByActor's parts in the dialect of b.
 func byActorParts(b Booleans) []byActorPart {
 	return []byActorPart{
-		{byActorMessages, "ductus_ready x", "a.type = ?"},
-		{byActorMessages, "ductus_claimed x", "a.type = ?"},
-		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.True + " AND a.type = ?"},
-		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.False + " AND a.type = ?"},
-		{byActorDeadLetters, "ductus_dead_letters x", "x.type = ?"},
-		{byActorDeadEffects, "ductus_effects x", "x.state = 'dead' AND a.type = ?"},
+		// A pending message's enqueue time is on its message row. Message
+		// IDs grow with enqueue order, so the actor's first is its lowest
+		// ID, looked up by primary key once per actor in a scalar
+		// subquery over the grouped part (SQLite refuses an outer
+		// aggregate inside one): a join let Postgres merge-join the
+		// messages' primary key, reading the history up to the newest
+		// pending message.
+		{byActorMessages, "ductus_ready x", "a.type = ?", firstEnqueued},
+		{byActorMessages, "ductus_claimed x", "a.type = ?", firstEnqueued},
+		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.True + " AND a.type = ?", "x.created_at"},
+		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.False + " AND a.type = ?", "x.created_at"},
+		{byActorDeadLetters, "ductus_dead_letters x", "x.type = ?", ""},
+		{byActorDeadEffects, "ductus_effects x", "x.state = 'dead' AND a.type = ?", ""},
 	}
 }
 
@@ -136,8 +152,19 @@ func BacklogByActor(p *store.BacklogByActorParams, b Booleans) Statement {
 	var parts []string
 	var args []any
 	for _, c := range byActorParts(b) {
-		parts = append(parts, fmt.Sprintf("SELECT a.id, %d, COUNT(*) FROM %s JOIN ductus_actors a ON a.pk = x.actor_pk WHERE %s GROUP BY a.id",
-			c.kind, c.from, c.where))
+		switch c.queued {
+		case firstEnqueued:
+			parts = append(parts, fmt.Sprintf("SELECT g.id, %d, g.n, (SELECT m.enqueued_at FROM ductus_messages m WHERE m.id = g.first) "+
+				"FROM (SELECT a.id AS id, COUNT(*) AS n, MIN(x.message_id) AS first FROM %s JOIN ductus_actors a ON a.pk = x.actor_pk WHERE %s GROUP BY a.id) g",
+				c.kind, c.from, c.where))
+		default:
+			queued := "NULL"
+			if c.queued != "" {
+				queued = "MIN(" + c.queued + ")"
+			}
+			parts = append(parts, fmt.Sprintf("SELECT a.id, %d, COUNT(*), %s FROM %s JOIN ductus_actors a ON a.pk = x.actor_pk WHERE %s GROUP BY a.id",
+				c.kind, queued, c.from, c.where))
+		}
 		args = append(args, p.Type)
 	}
 	return Statement{SQL: strings.Join(parts, " UNION ALL "), Args: args}
@@ -150,12 +177,14 @@ type ActorBacklogs struct {
 	byID map[string]*store.ActorBacklog
 }
 
-// Add reads one row (actor ID, kind, count) and adds its count.
+// Add reads one row (actor ID, kind, count, oldest queued) and adds its
+// count.
 func (s *ActorBacklogs) Add(row Scanner) error {
 	var id string
 	var kind int
 	var n int64
-	if err := row.Scan(&id, &kind, &n); err != nil {
+	var oldest AnyTime
+	if err := row.Scan(&id, &kind, &n, &oldest); err != nil {
 		return err
 	}
 	if s.byID == nil {
@@ -165,6 +194,9 @@ func (s *ActorBacklogs) Add(row Scanner) error {
 	if a == nil {
 		a = &store.ActorBacklog{ID: id}
 		s.byID[id] = a
+	}
+	if t := oldest.Time; !t.IsZero() && (a.Oldest.IsZero() || t.Before(a.Oldest)) {
+		a.Oldest = t
 	}
 	switch kind {
 	case byActorMessages:

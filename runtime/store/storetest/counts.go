@@ -82,14 +82,20 @@ var countTests = map[string]func(*testing.T, store.Backend){
 		if n := len(take(t, b, owner, l, 1)); n != 1 {
 			t.Fatalf("took %d messages, want 1", n)
 		}
+		// Everything above was queued before mark; a5's one message after.
+		time.Sleep(2 * time.Millisecond)
+		mark := time.Now()
+		time.Sleep(2 * time.Millisecond)
 		enqueueN(t, b, a1, 2)
 		enqueueN(t, b, b1, 1)
+		enqueueN(t, b, ref("a5"), 1)
 
 		for typ, want := range map[string][]store.ActorBacklog{
 			typeA: {
 				{ID: "a1", Messages: 2, Effects: 2, DeadEffects: 1},
 				{ID: "a2", DeadLetters: 1},
 				{ID: "a3", Messages: 3},
+				{ID: "a5", Messages: 1},
 			},
 			typeB: {
 				{ID: "a1", Messages: 1, Effects: 1},
@@ -100,6 +106,25 @@ var countTests = map[string]func(*testing.T, store.Backend){
 			got, err := b.BacklogByActor(ctx, &store.BacklogByActorParams{Type: typ})
 			if err != nil {
 				t.Fatalf("backlog by actor of %q: %v", typ, err)
+			}
+			// Oldest: the earliest pending message or effect, zero for an
+			// actor with only dead work; a5's came after mark, the others'
+			// first pending work before it.
+			for i := range got {
+				g := &got[i]
+				switch {
+				case g.Messages+g.Effects == 0:
+					if !g.Oldest.IsZero() {
+						t.Errorf("%s %s has nothing pending, yet its oldest pending is %v", typ, g.ID, g.Oldest)
+					}
+				case g.ID == "a5":
+					if g.Oldest.Before(mark) || g.Oldest.After(time.Now()) {
+						t.Errorf("%s a5's oldest pending is %v, want between %v and now", typ, g.Oldest, mark)
+					}
+				case !g.Oldest.Before(mark) || g.Oldest.Before(mark.Add(-time.Minute)):
+					t.Errorf("%s %s's oldest pending is %v, want shortly before %v", typ, g.ID, g.Oldest, mark)
+				}
+				g.Oldest = time.Time{}
 			}
 			if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
 				t.Errorf("backlog by actor of %q = %+v, want %+v", typ, got, want)

@@ -97,6 +97,12 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		if err != nil || got.State != store.EffectDone || string(got.Result) != `"ok"` {
 			t.Fatalf("effect after success = %+v, %v", got, err)
 		}
+		// The failed one waits for its retry: pending, and blocking only
+		// if ordered (it is not: an unordered effect holds nothing).
+		blocking, err := b.EffectList(testutil.Context(t), &store.EffectListParams{State: store.EffectPending, Blocking: true})
+		if err != nil || len(blocking) != 0 {
+			t.Fatalf("blocking effects after an unordered failure = %+v, %v; want none", blocking, err)
+		}
 		var retried []store.Effect
 		testutil.Eventually(t, 5*time.Second, "the retry", func() bool { retried = claimEffects(t, b, owner, 1); return len(retried) == 1 })
 		if retried[0].ID != fx[1].ID || retried[0].Attempt != 2 {
@@ -159,6 +165,18 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		if more := claimEffects(t, b, owner, 1); len(more) != 0 {
 			t.Fatalf("claimed %v while the ordered head backs off", more)
 		}
+		// It is the one blocking effect: listed with its error, for its
+		// actor and its type, and for no other actor.
+		for _, p := range []store.EffectListParams{{}, {Type: typeA}, {Type: typeA, ID: "x"}} {
+			p.State, p.Blocking = store.EffectPending, true
+			got, err := b.EffectList(testutil.Context(t), &p)
+			if err != nil || len(got) != 1 || got[0].ID != head.ID || got[0].Error != "receiver down" || got[0].Attempts != 1 {
+				t.Fatalf("blocking effects (%+v) = %+v, %v; want x's head with its error", p, got, err)
+			}
+		}
+		if got, err := b.EffectList(testutil.Context(t), &store.EffectListParams{State: store.EffectPending, Blocking: true, Type: typeA, ID: "y"}); err != nil || len(got) != 0 {
+			t.Fatalf("y blocks nothing, yet lists %+v, %v", got, err)
+		}
 		var retry []store.Effect
 		testutil.Eventually(t, 5*time.Second, "the head's retry", func() bool { retry = claimEffects(t, b, owner, 3); return len(retry) > 0 })
 		if string(retry[0].Args) != `1` || retry[0].Attempt != 2 || len(retry) != 3 {
@@ -171,6 +189,9 @@ var effectTests = map[string]func(*testing.T, store.Backend){
 		last := claimEffects(t, b, owner, 3)
 		if len(last) != 1 || string(last[0].Args) != `3` || last[0].Attempt != 1 {
 			t.Fatalf("after the dead one claimed %+v, want effect 3 at attempt 1", last)
+		}
+		if got, err := b.EffectList(testutil.Context(t), &store.EffectListParams{State: store.EffectPending, Blocking: true}); err != nil || len(got) != 0 {
+			t.Fatalf("nothing fails now, yet blocking effects = %+v, %v", got, err)
 		}
 	},
 	"OutcomeMessages": func(t *testing.T, b store.Backend) {

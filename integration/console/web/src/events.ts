@@ -4,7 +4,6 @@
 import { useEffect, useState } from "preact/hooks";
 
 import type { State } from "./api/client";
-import { record } from "./throughput";
 
 export interface Live {
   state?: State;
@@ -19,7 +18,6 @@ export function useLiveState(): Live {
     es.addEventListener("state", (e) => {
       try {
         const state = JSON.parse((e as MessageEvent).data) as State;
-        record(state);
         setLive({ state, connected: true });
       } catch {
         /* a malformed event: keep the last state */

@@ -109,6 +109,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/interfaces/{name}/hotspots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where an interface's backlog is stuck, per destination.
+         * @description For each destination with a backlog: the lanes whose first send has failed (each with the message, its key, attempts and last error: every later message of that lane waits behind it), a lane holding most of the backlog, and whether every lane is blocked (the receiver looks down). Read on demand from the pending work only.
+         */
+        get: operations["getHotspots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/interfaces/{name}/destinations/{destination}/pause": {
         parameters: {
             query?: never;
@@ -604,6 +624,11 @@ export interface components {
              * @description Messages whose delivery failed for good (retries exhausted) and wait for an operator.
              */
             quarantined: number;
+            /**
+             * Format: date-time
+             * @description When the oldest of the pending work was queued for this destination (a lane message's enqueue, or a send's staging); absent when nothing is pending. Its age is now minus this.
+             */
+            oldest_pending_at?: string;
             paused?: components["schemas"]["Pause"];
             since_start?: components["schemas"]["SinceStart"];
         };
@@ -678,6 +703,67 @@ export interface components {
             last_runaway?: string;
             sources: string[];
             destinations: components["schemas"]["Destination"][];
+            throughput?: components["schemas"]["Throughput"];
+        };
+        /** @description What this engine process received and sent for the interface, a bucket per minute over the last hour, oldest first; the last bucket is the minute in progress. In memory, per process, like since_start; absent when the interface received and sent nothing in the hour. */
+        Throughput: {
+            /** @description Each bucket's span (60). */
+            bucket_seconds: number;
+            /**
+             * Format: date-time
+             * @description The end of the last bucket.
+             */
+            until: string;
+            /** @description Messages accepted at intake (duplicates and rejections excluded). */
+            received: number[];
+            /** @description Deliveries sent, every destination together. */
+            sent: number[];
+        };
+        HotspotReport: {
+            interface: string;
+            destinations: components["schemas"]["DestinationHotspots"][];
+        };
+        /** @description A destination with a backlog: how its lanes share it and which of them are held by a failing send. */
+        DestinationHotspots: {
+            destination: string;
+            /**
+             * Format: int64
+             * @description Pending lane messages and sends of every lane.
+             */
+            waiting: number;
+            /** @description Lanes with something pending. */
+            lanes_waiting: number;
+            /** @description Lanes whose first send has failed and is being retried. */
+            lanes_blocked: number;
+            /** @description Every lane with a backlog is blocked: the receiver, not a message, is the likely trouble. */
+            receiver_down: boolean;
+            /** @description The blocked lanes, then a hot lane (most of the backlog), most waiting first. */
+            lanes: components["schemas"]["Hotspot"][];
+        };
+        Hotspot: {
+            lane: number;
+            /**
+             * Format: int64
+             * @description What the lane has pending.
+             */
+            waiting: number;
+            /** @description The lane's first send has failed: every later message of the lane waits behind it. */
+            blocked: boolean;
+            /** @description The lane holds most of the destination's backlog (100 waiting at least): one key is busy. */
+            hot: boolean;
+            /** @description The message whose send holds the lane (blocked lanes). */
+            message_id?: string;
+            /** @description That message's ordering key (e.g. the MRN). */
+            key?: string;
+            /** @description Attempts of the blocking send so far. */
+            attempts?: number;
+            /** @description Why its last attempt failed. */
+            last_error?: string;
+            /**
+             * Format: date-time
+             * @description When the blocking send was staged.
+             */
+            since?: string;
         };
         InterfaceList: {
             interfaces: components["schemas"]["Interface"][];
@@ -1105,6 +1191,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MessagePage"];
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getHotspots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The destinations with a backlog. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HotspotReport"];
                 };
             };
             default: components["responses"]["Error"];

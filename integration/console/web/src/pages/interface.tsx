@@ -1,10 +1,11 @@
 // An interface: its sources and destinations, with pause and resume (a
-// reason) for operators.
-import { useState } from "preact/hooks";
+// reason) for operators; where its backlog is stuck (hotspots); its recent
+// errors.
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import { api, atLeast, enc, query, type Destination, type Interface, type Principal, type Schemas } from "../api/client";
 import { useLiveState } from "../events";
-import { Badge, ErrorBox, Notice, Time, useAsync, useTitle } from "../ui";
+import { Age, Badge, ErrorBox, Notice, Time, useAsync, useTitle } from "../ui";
 
 export function InterfacePage({ me, name }: { me: Principal; name: string }) {
   useTitle("Interface " + name);
@@ -44,6 +45,9 @@ export function InterfacePage({ me, name }: { me: Principal; name: string }) {
                 <th scope="col">Destination</th>
                 <th scope="col">Type</th>
                 <th scope="col" class="num">Pending</th>
+                <th scope="col" class="num">
+                  Oldest pending <span class="small muted">age</span>
+                </th>
                 <th scope="col" class="num">Quarantined</th>
                 <th scope="col">Paused</th>
                 {atLeast(me.role, "operator") && <th scope="col">Action</th>}
@@ -55,6 +59,7 @@ export function InterfacePage({ me, name }: { me: Principal; name: string }) {
               ))}
             </tbody>
           </table>
+          <Hotspots name={name} destinations={ix.destinations} />
           <RecentErrors name={name} />
         </>
       )}
@@ -87,6 +92,9 @@ function DestinationRow({ me, ix, d }: { me: Principal; ix: string; d: Destinati
       <th scope="row">{d.name}</th>
       <td>{d.type}</td>
       <td class="num">{d.pending}</td>
+      <td class="num">
+        <Age at={d.oldest_pending_at} testid={`oldest-${d.name}`} />
+      </td>
       <td class="num">{d.quarantined}</td>
       <td>
         {d.paused ? (
@@ -117,6 +125,116 @@ function DestinationRow({ me, ix, d }: { me: Principal; ix: string; d: Destinati
         </td>
       )}
     </tr>
+  );
+}
+
+// Hotspots is where the interface's backlog is stuck, per destination
+// with a backlog (GET /interfaces/{name}/hotspots): the lanes held by a
+// failing send, with that message, its key and its last error, and a lane
+// holding most of the backlog. It is read again when the live state's
+// pending counts change (at most every 3 s: on a busy interface they change
+// with every state event), and every 5 s while something waits and the
+// page is visible (a blocked send's attempts and error change on their
+// own).
+function Hotspots({ name, destinations }: { name: string; destinations: Destination[] }) {
+  const signature = destinations.map((d) => `${d.name}:${d.pending}:${d.quarantined}:${d.oldest_pending_at ?? ""}`).join(" ");
+  const waiting = destinations.some((d) => d.pending > 0);
+  const [poll, setPoll] = useState(0);
+  const last = useRef(Date.now());
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false; // the first read is useAsync's own
+      return;
+    }
+    const t = setTimeout(() => setPoll((n) => n + 1), Math.max(0, last.current + 3000 - Date.now()));
+    return () => clearTimeout(t);
+  }, [signature]);
+  useEffect(() => {
+    if (!waiting) return;
+    const t = setInterval(() => {
+      if (document.visibilityState === "visible" && Date.now() - last.current >= 3000) setPoll((n) => n + 1);
+    }, 5000);
+    return () => clearInterval(t);
+  }, [waiting]);
+  const q = useAsync(() => {
+    last.current = Date.now();
+    return api<Schemas["HotspotReport"]>("GET", `/interfaces/${enc(name)}/hotspots`);
+  }, [name, poll]);
+  const report = q.data?.interface === name ? q.data : undefined;
+  return (
+    <section aria-labelledby="hotspots-title" data-testid="hotspots">
+      <h2 id="hotspots-title">Hotspots</h2>
+      <ErrorBox error={q.error} />
+      {!report && !q.error && <p class="muted">Loading…</p>}
+      {report && report.destinations.length === 0 && <Notice>Nothing is waiting.</Notice>}
+      {report?.destinations.map((d) => (
+        <DestinationHotspots key={d.destination} d={d} />
+      ))}
+    </section>
+  );
+}
+
+function DestinationHotspots({ d }: { d: Schemas["DestinationHotspots"] }) {
+  const id = "hotspots-" + d.destination;
+  const lanes = (n: number) => (n === 1 ? "1 lane" : `${n} lanes`);
+  return (
+    <div data-testid={id}>
+      <h3 id={id + "-title"}>{d.destination}</h3>
+      <p data-testid={id + "-summary"}>
+        {d.waiting} waiting in {lanes(d.lanes_waiting)}; {d.lanes_blocked === 0 ? "no lane" : lanes(d.lanes_blocked)} blocked.
+      </p>
+      {d.receiver_down && (
+        <p class="error" role="alert" data-testid={id + "-down"}>
+          Every lane is blocked: the receiver looks down.
+        </p>
+      )}
+      {d.lanes.length === 0 ? (
+        <p class="muted">No lane is blocked, and none holds most of the backlog.</p>
+      ) : (
+        <div class="scroll">
+          <table class="data">
+            <caption class="sr-only">Lanes of {d.destination} that are blocked or hold most of its backlog</caption>
+            <thead>
+              <tr>
+                <th scope="col" class="num">Lane</th>
+                <th scope="col" class="num">Waiting</th>
+                <th scope="col">State</th>
+                <th scope="col">Held by message</th>
+                <th scope="col">Key</th>
+                <th scope="col" class="num">Attempts</th>
+                <th scope="col">Last error</th>
+                <th scope="col">Since</th>
+              </tr>
+            </thead>
+            <tbody>
+              {d.lanes.map((l) => (
+                <tr key={l.lane} data-testid={`lane-${d.destination}-${l.lane}`}>
+                  <th scope="row" class="num">{l.lane}</th>
+                  <td class="num">{l.waiting}</td>
+                  <td>
+                    {l.blocked && <Badge status="blocked" />} {l.hot && <Badge status="hot" />}
+                  </td>
+                  <td>{l.message_id ? <a class="mono" href={"/messages/" + enc(l.message_id)}>{l.message_id}</a> : "—"}</td>
+                  <td class="mono">{l.key ?? "—"}</td>
+                  <td class="num">{l.attempts ?? "—"}</td>
+                  <td class="wrap">{l.last_error ?? "—"}</td>
+                  <td>
+                    <Time at={l.since} />
+                    {l.since && (
+                      <span class="muted small">
+                        {" "}
+                        (<Age at={l.since} /> ago)
+                      </span>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
   );
 }
 

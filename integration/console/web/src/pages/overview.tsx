@@ -1,11 +1,11 @@
-// Every interface with its state and each destination's counts, live from
-// the event stream; the drain state with its buttons for operators.
+// Every interface with its state, throughput and each destination's counts
+// and oldest pending age, live from the event stream; the drain state with
+// its buttons for operators.
 import { useState } from "preact/hooks";
 
-import { api, atLeast, enc, type Drain, type Interface, type Principal } from "../api/client";
+import { api, atLeast, enc, type Drain, type Interface, type Principal, type Schemas } from "../api/client";
 import { useLiveState } from "../events";
-import { series } from "../throughput";
-import { Badge, ErrorBox, Notice, Time, useAsync, useTitle } from "../ui";
+import { Age, Badge, ErrorBox, Notice, Time, useAsync, useNow, useTitle } from "../ui";
 
 export function Overview({ me }: { me: Principal }) {
   useTitle("Overview");
@@ -39,6 +39,9 @@ export function Overview({ me }: { me: Principal }) {
               <th scope="col">State</th>
               <th scope="col">Destination</th>
               <th scope="col" class="num">Pending</th>
+              <th scope="col" class="num">
+                Oldest pending <span class="small muted">age</span>
+              </th>
               <th scope="col" class="num">Quarantined</th>
               <th scope="col">Paused</th>
               <th scope="col" class="num">
@@ -59,7 +62,7 @@ export function Overview({ me }: { me: Principal }) {
                       <th scope="row" rowSpan={Math.max(1, ix.destinations.length)}>
                         <a href={"/interfaces/" + enc(ix.name)}>{ix.name}</a>
                         <div class="muted small">{ix.format}</div>
-                        <Sparkline name={ix.name} />
+                        <Sparkline name={ix.name} throughput={ix.throughput} />
                       </th>
                       <td rowSpan={Math.max(1, ix.destinations.length)}>
                         <Badge status={ix.state} />
@@ -73,6 +76,9 @@ export function Overview({ me }: { me: Principal }) {
                       </td>
                       <td class="num" data-testid={`pending-${ix.name}-${d.name}`}>
                         {d.pending}
+                      </td>
+                      <td class="num">
+                        <Age at={d.oldest_pending_at} testid={`oldest-${ix.name}-${d.name}`} />
                       </td>
                       <td class="num" data-testid={`quarantined-${ix.name}-${d.name}`}>
                         {d.quarantined > 0 ? (
@@ -91,7 +97,7 @@ export function Overview({ me }: { me: Principal }) {
                       <td class="num">{latency(d.since_start?.latency_p50_ms)} / {latency(d.since_start?.latency_p95_ms)}</td>
                     </>
                   ) : (
-                    <td colSpan={6} class="muted">
+                    <td colSpan={7} class="muted">
                       no destinations
                     </td>
                   )}
@@ -160,20 +166,40 @@ function latency(ms?: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-// Sparkline is an interface's sends per minute over the last hour, as
-// measured while the console was watching.
-function Sparkline({ name }: { name: string }) {
-  const values = series(name);
-  const total = values.reduce((a, b) => a + b, 0);
-  const max = Math.max(1, ...values);
+// Sparkline is an interface's sends a minute over the last hour (and,
+// fainter, what it received), as this engine process counted them
+// (Interface.throughput, absent when the hour had nothing). Between two
+// updates of the state it moves on with the clock: the minutes since the
+// figures' end are shown empty.
+function Sparkline({ name, throughput }: { name: string; throughput?: Schemas["Throughput"] }) {
+  const now = useNow(15000);
+  const hour = new Array<number>(60).fill(0);
+  const sent = throughput ? current(throughput.sent, throughput, now) : hour;
+  const received = throughput ? current(throughput.received, throughput, now) : hour;
+  const total = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const peak = Math.max(0, ...sent);
+  const max = Math.max(1, peak, ...received);
   const w = 120;
   const h = 24;
-  const points = values.map((v, i) => `${((i / (values.length - 1)) * w).toFixed(1)},${(h - 1 - (v / max) * (h - 2)).toFixed(1)}`).join(" ");
-  const label = `${total} sent in the last hour while watched (peak ${max === 1 && total === 0 ? 0 : max} a minute)`;
+  const points = (xs: number[]) =>
+    xs.map((v, i) => `${((i / Math.max(1, xs.length - 1)) * w).toFixed(1)},${(h - 1 - (v / max) * (h - 2)).toFixed(1)}`).join(" ");
+  const label = `Sent in the last hour: ${total(sent)} (peak ${peak} a minute); received: ${total(received)}`;
   return (
     <svg class="spark" width={w} height={h} viewBox={`0 0 ${w} ${h}`} role="img" aria-label={label} data-testid={"spark-" + name}>
       <title>{label}</title>
-      <polyline points={points} fill="none" stroke="currentColor" stroke-width="1.5" />
+      <polyline class="spark-received" points={points(received)} fill="none" stroke="currentColor" stroke-width="1" stroke-dasharray="2 2" />
+      <polyline class="spark-sent" points={points(sent)} fill="none" stroke="currentColor" stroke-width="1.5" />
     </svg>
   );
+}
+
+// current shifts a series of buckets ending at t.until to end now: the
+// buckets that have passed since are dropped from the front, zeros added.
+function current(xs: number[], t: Schemas["Throughput"], now: number): number[] {
+  const span = (t.bucket_seconds || 60) * 1000;
+  const late = now - Date.parse(t.until);
+  const k = late > 0 ? Math.ceil(late / span) : 0;
+  if (k <= 0 || Number.isNaN(k)) return xs;
+  if (k >= xs.length) return xs.map(() => 0);
+  return [...xs.slice(k), ...new Array<number>(k).fill(0)];
 }
