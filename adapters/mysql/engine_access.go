@@ -27,21 +27,6 @@ func (s engineStore) TokenInsert(ctx context.Context, p *ixstore.TokenInsertPara
 	})
 }
 
-// TokenByHash implements ixstore.Store.
-func (s engineStore) TokenByHash(ctx context.Context, p *ixstore.TokenByHashParams) (ixstore.Token, bool, error) {
-	// The hash is unique: at most one row.
-	toks, err := readAll(ctx, s.b, "find a token", sqlrow.ScanIXToken, sqlrow.IXTokenByHash, p.Hash)
-	if err != nil || len(toks) == 0 {
-		return ixstore.Token{}, false, err
-	}
-	return toks[0], true, nil
-}
-
-// TokenList implements ixstore.Store.
-func (s engineStore) TokenList(ctx context.Context) ([]ixstore.Token, error) {
-	return readAll(ctx, s.b, "list tokens", sqlrow.ScanIXToken, sqlrow.IXTokenList)
-}
-
 // TokenRevoke implements ixstore.Store. The update only ever turns NULL
 // into a time, so the driver's affected rows (changed, not matched) are
 // the rows revoked.
@@ -72,24 +57,4 @@ func (s engineStore) AuditInsert(ctx context.Context, outer store.Tx, p *ixstore
 		_, err := tx.ExecContext(ctx, sqlrow.IXAuditInsert, args...)
 		return classify("write an audit row", err)
 	})
-}
-
-// AuditList implements ixstore.Store.
-func (s engineStore) AuditList(ctx context.Context, p *ixstore.AuditListParams) ([]ixstore.AuditEntry, error) {
-	st, err := sqlrow.IXAuditList(p)
-	if err != nil {
-		return nil, err
-	}
-	return readAll(ctx, s.b, "read the audit log", sqlrow.ScanIXAudit, st.SQL, st.Args...)
-}
-
-// readAll runs query on the caller pool and reads every row with scan.
-func readAll[T any](ctx context.Context, b *Backend, op string, scan func(sqlrow.Scanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := b.caller.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify(op, err)
-	}
-	defer rows.Close()
-	out, err := sqlrow.Collect(rows, scan)
-	return out, classify(op, err)
 }

@@ -43,20 +43,6 @@ func (s engineStore) UserInsert(ctx context.Context, p *ixstore.UserInsertParams
 	return inserted && err == nil, err
 }
 
-// UserGet implements ixstore.Store.
-func (s engineStore) UserGet(ctx context.Context, p *ixstore.UserGetParams) (ixstore.User, bool, error) {
-	users, err := readAll(ctx, s.b, "read an account", sqlrow.ScanIXUser, sqlrow.IXUserGet, p.Name)
-	if err != nil || len(users) == 0 {
-		return ixstore.User{}, false, err
-	}
-	return users[0], true, nil
-}
-
-// UserList implements ixstore.Store.
-func (s engineStore) UserList(ctx context.Context) ([]ixstore.User, error) {
-	return readAll(ctx, s.b, "list accounts", sqlrow.ScanIXUser, sqlrow.IXUserList)
-}
-
 // UserUpdate implements ixstore.Store.
 func (s engineStore) UserUpdate(ctx context.Context, p *ixstore.UserUpdateParams) (bool, error) {
 	args, err := sqlrow.IXUserUpdateArgs(p)
@@ -153,16 +139,6 @@ func (s engineStore) SessionInsert(ctx context.Context, p *ixstore.SessionInsert
 	}
 	_, err = s.writeOne(ctx, "insert a session", sqlrow.IXSessionInsert, args...)
 	return err
-}
-
-// SessionByHash implements ixstore.Store.
-func (s engineStore) SessionByHash(ctx context.Context, p *ixstore.SessionByHashParams) (ixstore.Session, bool, error) {
-	// The hash is the key: at most one row.
-	sessions, err := readAll(ctx, s.b, "find a session", sqlrow.ScanIXSession, sqlrow.IXSessionByHash, p.Hash)
-	if err != nil || len(sessions) == 0 {
-		return ixstore.Session{}, false, err
-	}
-	return sessions[0], true, nil
 }
 
 // SessionTouch implements ixstore.Store.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
@@ -20,11 +21,16 @@ import (
 // its own, or (reads) outside any. Multi-row inserts are one VALUES list
 // per batch, as the engine wrote them before it had a seam.
 
-// engineStore implements ixstore.Store over the backend.
-type engineStore struct{ b *Backend }
+// engineStore implements ixstore.Store over the backend: the writes and
+// the message path here, the read side (the message browser, the audit
+// log, accounts, tokens, pauses) by the Reader all three backends share.
+type engineStore struct {
+	b *Backend
+	*readside.Reader
+}
 
 // EngineStore implements ixstore.Backend.
-func (b *Backend) EngineStore() ixstore.Store { return engineStore{b} }
+func (b *Backend) EngineStore() ixstore.Store { return engineStore{b, b.readSide} }
 
 // engineTx runs fn in the caller's transaction, or in one of its own (as
 // Backend.Begin begins them) when outer is nil.
@@ -77,36 +83,6 @@ func (s engineStore) MessageByOrigin(ctx context.Context, outer store.Tx, p *ixs
 	return id, found, err
 }
 
-// MessageGetMany implements ixstore.Store.
-func (s engineStore) MessageGetMany(ctx context.Context, p *ixstore.MessageGetManyParams) ([]ixstore.Message, error) {
-	var out []ixstore.Message
-	for _, st := range sqlrow.IXMessageReads(p.IDs) {
-		var err error
-		if out, err = s.readMessages(ctx, st, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// MessageList implements ixstore.Store.
-func (s engineStore) MessageList(ctx context.Context, p *ixstore.MessageListParams) ([]ixstore.Message, error) {
-	if p.Limit < 1 {
-		return nil, fmt.Errorf("%w: MessageList: limit %d is not positive", actor.ErrInvalidArguments, p.Limit)
-	}
-	return s.readMessages(ctx, sqlrow.IXMessageList(p), nil)
-}
-
-func (s engineStore) readMessages(ctx context.Context, st sqlrow.Statement, out []ixstore.Message) ([]ixstore.Message, error) {
-	rows, err := s.b.caller.QueryContext(ctx, st.SQL, st.Args...)
-	if err != nil {
-		return nil, classify("read interface messages", err)
-	}
-	defer rows.Close()
-	out, err = sqlrow.ScanIXMessages(rows, out)
-	return out, classify("read interface messages", err)
-}
-
 // MessageACKs implements ixstore.Store.
 func (s engineStore) MessageACKs(ctx context.Context, outer store.Tx, p *ixstore.MessageACKsParams) (map[string][]byte, error) {
 	out := map[string][]byte{}
@@ -129,17 +105,6 @@ func queryPairs[V string | []byte](ctx context.Context, tx *sql.Tx, op string, s
 	}
 	defer rows.Close()
 	return classify(op, sqlrow.ScanPairs(rows, into))
-}
-
-// DeliveryList implements ixstore.Store.
-func (s engineStore) DeliveryList(ctx context.Context, p *ixstore.DeliveryListParams) ([]ixstore.Delivery, error) {
-	rows, err := s.b.caller.QueryContext(ctx, sqlrow.IXDeliveries, p.MessageID)
-	if err != nil {
-		return nil, classify("read deliveries", err)
-	}
-	defer rows.Close()
-	out, err := sqlrow.ScanDeliveries(rows, p.MessageID)
-	return out, classify("read deliveries", err)
 }
 
 // DedupeClaim implements ixstore.Store: the insert-if-absent locks each

@@ -62,7 +62,9 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun/dialect/mysqldialect"
 
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
@@ -123,6 +125,8 @@ type Backend struct {
 	roundTrips atomic.Int64
 	retries    atomic.Int64
 	statements *atomic.Int64
+
+	readSide *readside.Reader // the engine store's read side, on db
 }
 
 var (
@@ -221,6 +225,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if b.statements == nil {
 		b.statements = new(atomic.Int64)
 	}
+	b.readSide = readside.New(db, mysqldialect.New(), classify)
 	if err := b.migrate(ctx, migrations.For, runtimeMigrations); err != nil {
 		b.Close()
 		return nil, err

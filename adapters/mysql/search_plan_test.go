@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ductus/ductus/adapters/internal/plantest"
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/internal/testutil"
@@ -19,7 +20,7 @@ import (
 
 // myIndexes are the (table alias, index) pairs of plantest's roles on
 // MySQL/MariaDB: m is the message table, s the search table (as
-// IXMessageList names them).
+// readside.MessageListQuery names them).
 var myIndexes = map[plantest.Index][2]string{
 	plantest.ByList:     {"m", "ductus_ix_messages_list"},
 	plantest.ByKey:      {"m", "ductus_ix_messages_key"},
@@ -53,9 +54,8 @@ const maxPageRows = 1500
 // TestMessageListPlans builds a history of 1,100,000 interface messages
 // (plantest) and checks that every filter of the message browser is read
 // through its index, never by scanning the message or the search table:
-// the EXPLAIN of the statement IXMessageList builds (run as the adapter
-// runs it, prepared with its arguments: the server plans each execution
-// with the values) has no full scan and drives from the filter's index,
+// the EXPLAIN of the statement readside.MessageListQuery builds (its text,
+// values included, as the adapter runs it) has no full scan and drives from the filter's index,
 // and the statement reads at most maxPageRows rows, counted by the
 // session's Handler_read_* counters. MessageList's pages must be exactly
 // the generator's.
@@ -87,7 +87,7 @@ func TestMessageListPlans(t *testing.T) {
 		t.Logf("a scan of the message table read %d rows", n)
 	}
 	for _, c := range plantest.Cases() {
-		st := sqlrow.IXMessageList(&c.Params)
+		st := sqlrow.Statement{SQL: readside.MessageListQuery(b.readSide.DB(), &c.Params).String()}
 		plan := myExplain(t, conn, st)
 		n := myRowsRead(t, conn, st)
 		t.Logf("%s, %d rows read:\n%s", c.Name, n, plan)
@@ -108,7 +108,7 @@ func TestMessageListPlans(t *testing.T) {
 
 	// A read by ID finds each message and its type row by their keys.
 	ids := []string{plantest.ID(5), plantest.ID(777_778), plantest.ID(plantest.Messages)}
-	st := sqlrow.IXMessageReads(ids)[0]
+	st := sqlrow.Statement{SQL: readside.MessageGetQuery(b.readSide.DB(), ids).String()}
 	plan := myExplain(t, conn, st)
 	t.Logf("reads by ID, %d rows read:\n%s", myRowsRead(t, conn, st), plan)
 	if len(plan.rows) != 2 || plan.rows[0].key != "PRIMARY" || plan.rows[1].key != "ductus_ix_search_message" {
@@ -276,7 +276,7 @@ func myExplainAs(t *testing.T, conn *sql.Conn, prefix string, st sqlrow.Statemen
 }
 
 // myIndexServed reports a plan that scans a table, or whose driving
-// table (the first of the subquery that chooses the page, IXMessageList's
+// table (the first of the subquery that chooses the page, readside.MessageListQuery's
 // p) is not read through one of drive's indexes.
 func myIndexServed(p myPlan, drive []plantest.Index, also [2]string) error {
 	if err := p.noFullScan(); err != nil {

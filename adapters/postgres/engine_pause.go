@@ -30,8 +30,3 @@ func (s engineStore) PauseDelete(ctx context.Context, p *ixstore.PauseDeletePara
 	})
 	return n > 0, err
 }
-
-// PauseList implements ixstore.Store.
-func (s engineStore) PauseList(ctx context.Context) ([]ixstore.Pause, error) {
-	return readAll(ctx, s.b, "list pauses", sqlrow.ScanIXPause, sqlrow.IXPauseList)
-}

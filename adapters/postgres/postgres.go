@@ -41,6 +41,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
@@ -98,6 +102,10 @@ type Backend struct {
 	// pks holds the keys of actors this backend enqueued to, for the
 	// plain-UPDATE Tell (plainHot).
 	pks store.PKCache
+	// readSide is the engine store's read side (bun, over database/sql
+	// on the same pool: closing it leaves the pool open).
+	readSide *readside.Reader
+	sqlDB    *sql.DB
 }
 
 var (
@@ -173,6 +181,8 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: schema %s: %w", cfg.Schema, err)
 	}
+	b.sqlDB = stdlib.OpenDBFromPool(pool)
+	b.readSide = readside.New(b.sqlDB, pgdialect.New(), classify)
 	cfg.Logger.Info("postgres: opened", "schema", cfg.Schema, "max_conns", pc.MaxConns)
 	return b, nil
 }
@@ -190,8 +200,9 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 // Close implements store.Backend.
 func (b *Backend) Close() error {
 	b.hub.close()
+	err := b.sqlDB.Close()
 	b.pool.Close()
-	return nil
+	return err
 }
 
 // Now implements store.Backend.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ductus/ductus/actor"
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/migrations"
@@ -20,13 +21,18 @@ import (
 // between. Multi-row inserts are one VALUES list per batch, as the engine
 // wrote them before it had a seam.
 
-// engineStore implements ixstore.Store over the backend.
-type engineStore struct{ b *Backend }
+// engineStore implements ixstore.Store over the backend: the writes and
+// the message path here, the read side (the message browser, the audit
+// log, accounts, tokens, pauses) by the Reader all three backends share.
+type engineStore struct {
+	b *Backend
+	*readside.Reader
+}
 
 var _ ixstore.Backend = (*Backend)(nil)
 
 // EngineStore implements ixstore.Backend.
-func (b *Backend) EngineStore() ixstore.Store { return engineStore{b} }
+func (b *Backend) EngineStore() ixstore.Store { return engineStore{b, b.readSide} }
 
 // SchemaMigrate implements ixstore.Store.
 func (s engineStore) SchemaMigrate(ctx context.Context) error {
@@ -74,41 +80,6 @@ func (s engineStore) MessageByOrigin(ctx context.Context, outer store.Tx, p *ixs
 	return id, found, err
 }
 
-// MessageGetMany implements ixstore.Store. One text per IN-list length:
-// these reads are not kept among the prepared ones.
-func (s engineStore) MessageGetMany(ctx context.Context, p *ixstore.MessageGetManyParams) ([]ixstore.Message, error) {
-	var out []ixstore.Message
-	for _, st := range sqlrow.IXMessageReads(p.IDs) {
-		rows, err := s.b.r.QueryContext(ctx, st.SQL, st.Args...)
-		if err != nil {
-			return nil, classify("read interface messages", err)
-		}
-		if out, err = scanIXMessages(rows, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// MessageList implements ixstore.Store.
-func (s engineStore) MessageList(ctx context.Context, p *ixstore.MessageListParams) ([]ixstore.Message, error) {
-	if p.Limit < 1 {
-		return nil, fmt.Errorf("%w: MessageList: limit %d is not positive", actor.ErrInvalidArguments, p.Limit)
-	}
-	st := sqlrow.IXMessageList(p)
-	rows, err := s.b.read(ctx, st.SQL, st.Args...)
-	if err != nil {
-		return nil, classify("list interface messages", err)
-	}
-	return scanIXMessages(rows, nil)
-}
-
-func scanIXMessages(rows *sql.Rows, out []ixstore.Message) ([]ixstore.Message, error) {
-	defer rows.Close()
-	out, err := sqlrow.ScanIXMessages(rows, out)
-	return out, classify("read interface messages", err)
-}
-
 // MessageACKs implements ixstore.Store.
 func (s engineStore) MessageACKs(ctx context.Context, outer store.Tx, p *ixstore.MessageACKsParams) (map[string][]byte, error) {
 	out := map[string][]byte{}
@@ -131,17 +102,6 @@ func queryPairs[V string | []byte](ctx context.Context, tx *wtx, op string, st s
 	}
 	defer rows.Close()
 	return classify(op, sqlrow.ScanPairs(rows, into))
-}
-
-// DeliveryList implements ixstore.Store.
-func (s engineStore) DeliveryList(ctx context.Context, p *ixstore.DeliveryListParams) ([]ixstore.Delivery, error) {
-	rows, err := s.b.read(ctx, sqlrow.IXDeliveries, p.MessageID)
-	if err != nil {
-		return nil, classify("read deliveries", err)
-	}
-	defer rows.Close()
-	out, err := sqlrow.ScanDeliveries(rows, p.MessageID)
-	return out, classify("read deliveries", err)
 }
 
 // DedupeClaim implements ixstore.Store.

@@ -13,6 +13,7 @@ import (
 	msqlite "modernc.org/sqlite"
 
 	"github.com/ductus/ductus/adapters/internal/plantest"
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/adapters/sqlite"
 	"github.com/ductus/ductus/integration/ixstore"
@@ -22,7 +23,7 @@ import (
 
 // liteIndexes are the (table alias, index) pairs of plantest's roles in
 // SQLite's EXPLAIN QUERY PLAN: m is the message table, s the search table
-// (as IXMessageList's subquery names them).
+// (as readside.MessageListQuery's subquery names them).
 var liteIndexes = map[plantest.Index][2]string{
 	plantest.ByList:     {"m", "INDEX ductus_ix_messages_list"},
 	plantest.ByKey:      {"m", "INDEX ductus_ix_messages_key"},
@@ -47,7 +48,7 @@ var liteTableScan = regexp.MustCompile(`\bSCAN (m|s|r|t|ductus_ix_messages|ductu
 // TestMessageListPlans builds a history of 1,100,000 interface messages
 // (plantest) and checks that every filter of the message browser is read
 // through its index, never by scanning the message or the search table:
-// the EXPLAIN QUERY PLAN of the statement IXMessageList builds, with its
+// the EXPLAIN QUERY PLAN of the statement readside.MessageListQuery builds, with its
 // arguments bound as the adapter binds them (SQLite's STAT4 plans with
 // the values), has no SCAN of an engine table and chooses the page from
 // the filter's index, and running it fetches at most maxPagePages pages
@@ -90,7 +91,7 @@ func TestMessageListPlans(t *testing.T) {
 		t.Fatalf("a scan of the message table fetched %d pages: the page counters do not measure reads", scan)
 	}
 	for _, c := range plantest.Cases() {
-		st := sqlrow.IXMessageList(&c.Params)
+		st := sqlrow.Statement{SQL: readside.MessageListQuery(sqlite.ReadSideDB(b), &c.Params).String()}
 		plan := liteExplain(t, conn, st)
 		n := litePagesFetched(t, conn, st)
 		t.Logf("%s, %d pages fetched:\n%s", c.Name, n, plan)
@@ -111,10 +112,10 @@ func TestMessageListPlans(t *testing.T) {
 
 	// A read by ID finds each message and its type row by their keys.
 	ids := []string{plantest.ID(5), plantest.ID(777_778), plantest.ID(plantest.Messages)}
-	st := sqlrow.IXMessageReads(ids)[0]
+	st := sqlrow.Statement{SQL: readside.MessageGetQuery(sqlite.ReadSideDB(b), ids).String()}
 	plan := liteExplain(t, conn, st)
 	t.Logf("reads by ID, %d pages fetched:\n%s", litePagesFetched(t, conn, st), plan)
-	for _, want := range []string{"SEARCH m USING INDEX sqlite_autoindex_ductus_ix_messages_1 (id=?)", "SEARCH t USING COVERING INDEX ductus_ix_search_message (message_id=? AND field=?)"} {
+	for _, want := range []string{"SEARCH r USING INDEX sqlite_autoindex_ductus_ix_messages_1 (id=?)", "SEARCH t USING COVERING INDEX ductus_ix_search_message (message_id=? AND field=?)"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("reads by ID: the plan has no %q", want)
 		}

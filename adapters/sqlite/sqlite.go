@@ -32,6 +32,9 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+
+	"github.com/ductus/ductus/adapters/internal/readside"
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/migrations"
 	"github.com/ductus/ductus/runtime/store"
@@ -75,6 +78,8 @@ type Backend struct {
 
 	rmu   sync.Mutex
 	reads map[string]*sql.Stmt // prepared statements of the read pool
+
+	readSide *readside.Reader // the engine store's read side, on the read pool
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -157,7 +162,8 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		ckpt.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	b := &Backend{w: w, r: r, wr: &writer{conn: conn}, ckpt: ckpt, log: cfg.Logger, reads: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Backend{w: w, r: r, wr: &writer{conn: conn}, ckpt: ckpt, log: cfg.Logger, reads: map[string]*sql.Stmt{}, stop: make(chan struct{}), done: make(chan struct{}),
+		readSide: readside.New(r, sqlitedialect.New(), classify)}
 	fsys, err := migrations.For("sqlite")
 	if err == nil {
 		err = store.Migrate(ctx, migrator{b: b, table: "ductus_schema_migrations"}, fsys)

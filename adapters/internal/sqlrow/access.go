@@ -1,10 +1,8 @@
 package sqlrow
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -19,20 +17,16 @@ import (
 // than its column, PostgreSQL and MySQL would refuse it in their own words.
 
 // IXTokenColumns are ductus_ix_tokens' columns in the order
-// IXTokenArgs writes and ScanIXToken reads them.
+// IXTokenArgs writes them (readside reads them).
 const IXTokenColumns = `id, name, hash, role, perms, owner, created_at, created_by, revoked_at`
 
 // IXAuditColumns are ductus_ix_audit's columns in the order IXAuditArgs
-// writes and ScanIXAudit reads them.
+// writes them (readside reads them).
 const IXAuditColumns = `id, at, actor, via, address, action, target, outcome, detail`
 
 // The operator API's fixed statements.
 const (
 	IXTokenInsert = `INSERT INTO ductus_ix_tokens (` + IXTokenColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	IXTokenByHash = `SELECT ` + IXTokenColumns + ` FROM ductus_ix_tokens WHERE hash = ?`
-	// IXTokenList orders by ID after the creation time so that tokens
-	// created in the same microsecond still list in one stable order.
-	IXTokenList = `SELECT ` + IXTokenColumns + ` FROM ductus_ix_tokens ORDER BY created_at, id`
 	// IXTokenRevoke changes only a valid token: revoking twice reports
 	// no change and keeps the first revocation's time.
 	IXTokenRevoke = `UPDATE ductus_ix_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`
@@ -114,19 +108,6 @@ func IXTokenRevokeArgs(p *ixstore.TokenRevokeParams) ([]any, error) {
 	return []any{p.At.UnixMicro(), p.ID}, nil
 }
 
-// ScanIXToken reads a row of IXTokenColumns.
-func ScanIXToken(s Scanner) (ixstore.Token, error) {
-	var t ixstore.Token
-	var owner sql.NullString
-	var created int64
-	var revoked sql.NullInt64
-	if err := s.Scan(&t.ID, &t.Name, &t.Hash, &t.Role, &t.Perms, &owner, &created, &t.CreatedBy, &revoked); err != nil {
-		return t, fmt.Errorf("read a token: %w", err)
-	}
-	t.Owner, t.CreatedAt, t.RevokedAt = owner.String, time.UnixMicro(created), fromNullMicros(revoked)
-	return t, nil
-}
-
 // IXAuditArgs checks an audit row and returns its values in
 // IXAuditColumns order. Detail must be a JSON document (or empty, stored
 // as NULL): the log's readers parse it.
@@ -151,46 +132,6 @@ func IXAuditArgs(e *ixstore.AuditEntry) ([]any, error) {
 	return []any{e.ID, e.At.UnixMicro(), e.Actor, e.Via, e.Address, e.Action, e.Target, e.Outcome, detail}, nil
 }
 
-// IXAuditList pages the audit log, newest first: a keyset page on the ID
-// (a UUIDv7, so ID order is time order), with the optional exact filters,
-// each served by its (column, id) index.
-func IXAuditList(p *ixstore.AuditListParams) (Statement, error) {
-	if p.Limit < 1 {
-		return Statement{}, fmt.Errorf("%w: AuditList: limit %d is not positive", actor.ErrInvalidArguments, p.Limit)
-	}
-	var where []string
-	var args []any
-	for _, f := range []struct{ cond, value string }{{"id < ?", p.Before}, {"id > ?", p.After}, {"action = ?", p.Action}, {"actor = ?", p.Actor}} {
-		if f.value != "" {
-			where, args = append(where, f.cond), append(args, f.value)
-		}
-	}
-	q := `SELECT ` + IXAuditColumns + ` FROM ductus_ix_audit`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	order := ` ORDER BY id DESC`
-	if p.OldestFirst {
-		order = ` ORDER BY id`
-	}
-	return Statement{q + order + ` LIMIT ?`, append(args, p.Limit)}, nil
-}
-
-// ScanIXAudit reads a row of IXAuditColumns.
-func ScanIXAudit(s Scanner) (ixstore.AuditEntry, error) {
-	var e ixstore.AuditEntry
-	var at int64
-	var detail sql.NullString
-	if err := s.Scan(&e.ID, &at, &e.Actor, &e.Via, &e.Address, &e.Action, &e.Target, &e.Outcome, &detail); err != nil {
-		return e, fmt.Errorf("read an audit row: %w", err)
-	}
-	e.At = time.UnixMicro(at)
-	if detail.Valid && detail.String != "" {
-		e.Detail = []byte(detail.String)
-	}
-	return e, nil
-}
-
 // nullMicros maps the zero time to NULL, any other to microseconds since
 // the epoch.
 func nullMicros(t time.Time) any {
@@ -198,12 +139,4 @@ func nullMicros(t time.Time) any {
 		return nil
 	}
 	return t.UnixMicro()
-}
-
-// fromNullMicros maps NULL to the zero time.
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(v.Int64)
 }

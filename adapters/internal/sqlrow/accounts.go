@@ -1,7 +1,6 @@
 package sqlrow
 
 import (
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -19,11 +18,11 @@ import (
 // same input with the same error before it writes anything.
 
 // IXUserColumns are ductus_ix_users' columns in the order IXUserArgs
-// writes and ScanIXUser reads them.
+// writes them (readside reads them).
 const IXUserColumns = `name, password_hash, role, perms, must_change, disabled, failed_logins, locked_until, created_at, created_by, password_at`
 
 // IXSessionColumns are ductus_ix_sessions' columns in the order
-// IXSessionArgs writes and ScanIXSession reads them.
+// IXSessionArgs writes them (readside reads them).
 const IXSessionColumns = `hash, user_name, address, created_at, last_seen, expires_at`
 
 // The accounts' and sessions' fixed statements.
@@ -31,8 +30,6 @@ const (
 	// IXUserInsertValues follows "INSERT INTO ductus_ix_users"; each
 	// backend adds its own way of doing nothing when the name is taken.
 	IXUserInsertValues = ` (` + IXUserColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	IXUserGet          = `SELECT ` + IXUserColumns + ` FROM ductus_ix_users WHERE name = ?`
-	IXUserList         = `SELECT ` + IXUserColumns + ` FROM ductus_ix_users ORDER BY name`
 	IXUserUpdate       = `UPDATE ductus_ix_users SET role = ?, perms = ?, disabled = ? WHERE name = ?`
 	// IXUserSetPassword also clears the failed sign-ins and the lockout:
 	// whoever set the password knows it, and an admin's reset is how a
@@ -57,7 +54,6 @@ const (
 	IXUserLoginSucceeded = `UPDATE ductus_ix_users SET failed_logins = 0 WHERE name = ? AND failed_logins <> 0`
 
 	IXSessionInsert = `INSERT INTO ductus_ix_sessions (` + IXSessionColumns + `) VALUES (?, ?, ?, ?, ?, ?)`
-	IXSessionByHash = `SELECT ` + IXSessionColumns + ` FROM ductus_ix_sessions WHERE hash = ?`
 	// IXSessionTouch never moves last_seen back: two requests of one
 	// session may finish in either order.
 	IXSessionTouch = `UPDATE ductus_ix_sessions SET last_seen = ? WHERE hash = ? AND last_seen < ?`
@@ -113,21 +109,6 @@ func checkPasswordHash(what, hash string) error {
 		return fmt.Errorf("%w: %s needs a password hash", actor.ErrInvalidArguments, what)
 	}
 	return checkFields(what, field{"password hash", hash, widthPasswordHash})
-}
-
-// ScanIXUser reads a row of IXUserColumns. The booleans are the
-// database's own (PostgreSQL) or 0 and 1, which database/sql reads as
-// booleans.
-func ScanIXUser(s Scanner) (ixstore.User, error) {
-	var u ixstore.User
-	var locked sql.NullInt64
-	var created, passwordAt int64
-	if err := s.Scan(&u.Name, &u.PasswordHash, &u.Role, &u.Perms, &u.MustChange, &u.Disabled, &u.FailedLogins,
-		&locked, &created, &u.CreatedBy, &passwordAt); err != nil {
-		return u, fmt.Errorf("read an account: %w", err)
-	}
-	u.LockedUntil, u.CreatedAt, u.PasswordAt = fromNullMicros(locked), time.UnixMicro(created), time.UnixMicro(passwordAt)
-	return u, nil
 }
 
 // IXUserUpdateArgs returns IXUserUpdate's arguments.
@@ -188,17 +169,6 @@ func IXSessionArgs(s *ixstore.Session) ([]any, error) {
 		return nil, err
 	}
 	return []any{s.Hash, s.User, s.Address, s.CreatedAt.UnixMicro(), s.LastSeen.UnixMicro(), s.ExpiresAt.UnixMicro()}, nil
-}
-
-// ScanIXSession reads a row of IXSessionColumns.
-func ScanIXSession(s Scanner) (ixstore.Session, error) {
-	var se ixstore.Session
-	var created, seen, expires int64
-	if err := s.Scan(&se.Hash, &se.User, &se.Address, &created, &seen, &expires); err != nil {
-		return se, fmt.Errorf("read a session: %w", err)
-	}
-	se.CreatedAt, se.LastSeen, se.ExpiresAt = time.UnixMicro(created), time.UnixMicro(seen), time.UnixMicro(expires)
-	return se, nil
 }
 
 // IXSessionTouchArgs returns IXSessionTouch's arguments. A zero time is

@@ -1,11 +1,8 @@
 package sqlrow
 
 import (
-	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/ductus/ductus/actor"
 	"github.com/ductus/ductus/integration/ixstore"
@@ -22,7 +19,7 @@ const (
 )
 
 // IXMessageColumns are ductus_ix_messages' columns in the order
-// IXMessageArgs writes and ScanIXMessage reads them.
+// IXMessageArgs writes them (readside reads them).
 const IXMessageColumns = `id, interface, received_at, status, order_key, lane, dedupe_key, duplicate_of, origin, payload, ack, meta`
 
 // ixMessageWidth is the number of IXMessageColumns.
@@ -93,78 +90,9 @@ const SearchType = "type"
 // widthSearchValue is ductus_ix_search.value's width.
 const widthSearchValue = 255
 
-// ixMessageSelect reads IXMessageColumns and the message's type (m is the
-// message table, t its type row, joined by the search table's message
-// index).
-const ixMessageSelect = `SELECT m.id, m.interface, m.received_at, m.status, m.order_key, m.lane, m.dedupe_key, m.duplicate_of,
-	m.origin, m.payload, m.ack, m.meta, t.value FROM ductus_ix_messages m
-	LEFT JOIN ductus_ix_search t ON t.message_id = m.id AND t.field = '` + SearchType + `'`
-
-// IXMessageReads read messages by ID (batches of 300).
-func IXMessageReads(ids []string) []Statement {
-	return inLists(ixMessageSelect+` WHERE m.id IN `, nil, ids)
-}
-
 // IXACKReads read messages' ACKs by ID (batches of 300).
 func IXACKReads(ids []string) []Statement {
 	return inLists(`SELECT id, ack FROM ductus_ix_messages WHERE id IN `, nil, ids)
-}
-
-// IXMessageList pages an interface's messages, newest first, filtered.
-// Each filter has an index that leads with (interface, the filter's
-// column) and ends with the ID, so the page is a range of it read
-// backwards: the order key, the dedupe key and the status on the message
-// table (migration 0005), the type through the search table's primary
-// key; without a filter, (interface, id).
-//
-// The page's IDs are chosen first, in a subquery that reads only that
-// index (the ID is in it), and only the page's rows are then read whole:
-// where the subquery was the statement itself, MariaDB, costing reads of
-// whole rows, read a page far back in a large interface through the
-// index's interface prefix alone, from the newest message down to the
-// page (800,000 rows for a page at a fifth of a million messages), not
-// the range the ID bounds. A type with another filter joins the message
-// table in the subquery, naming its interface too (or the filter's index,
-// which leads with the interface, could not serve: a type and a key
-// scanned the message table), and the ID range bounds both tables (or a
-// merge join read the messages from the newest down to the page). The
-// adapters' plan tests (search_plan_test.go) hold the plans to this over
-// a million messages.
-func IXMessageList(p *ixstore.MessageListParams) Statement {
-	var where, filters []string
-	var args, filterArgs []any
-	for _, f := range []struct{ col, v string }{{"m.order_key", p.Key}, {"m.dedupe_key", p.DedupeKey}, {"m.status", p.Status}} {
-		if f.v != "" {
-			filters, filterArgs = append(filters, f.col+" = ?"), append(filterArgs, f.v)
-		}
-	}
-	from, idCols := "ductus_ix_messages m", []string{"m.id"}
-	if p.Type != "" {
-		// Start from the type's rows: the search key orders them by ID.
-		from, idCols = "ductus_ix_search s", []string{"s.message_id"}
-		where, args = append(where, "s.interface = ?", "s.field = ?", "s.value = ?"), append(args, p.Interface, SearchType, p.Type)
-		if len(filters) > 0 {
-			from, idCols = from+" JOIN ductus_ix_messages m ON m.id = s.message_id", append(idCols, "m.id")
-		}
-	}
-	if p.Type == "" || len(filters) > 0 {
-		where, args = append(where, "m.interface = ?"), append(args, p.Interface)
-		where, args = append(where, filters...), append(args, filterArgs...)
-	}
-	for _, col := range idCols {
-		if p.Before != "" {
-			where, args = append(where, col+" < ?"), append(args, p.Before)
-		}
-		if p.From != "" {
-			where, args = append(where, col+" >= ?"), append(args, p.From)
-		}
-	}
-	page := `SELECT ` + idCols[0] + ` AS id FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + idCols[0] + ` DESC LIMIT ?`
-	return Statement{`SELECT r.id, r.interface, r.received_at, r.status, r.order_key, r.lane, r.dedupe_key, r.duplicate_of,
-	r.origin, r.payload, r.ack, r.meta, t.value FROM (` + page + `) p
-	JOIN ductus_ix_messages r ON r.id = p.id
-	LEFT JOIN ductus_ix_search t ON t.message_id = r.id AND t.field = '` + SearchType + `'
-	ORDER BY r.id DESC`, append(args, p.Limit)}
 }
 
 // inLists are one statement per batch of keys: prefix, then "(?,...)"
@@ -226,28 +154,6 @@ func CheckClaimed(p *ixstore.DedupeClaimParams, held map[string]string) error {
 	return nil
 }
 
-// ScanIXMessages appends the messages of rows of IXMessageColumns and
-// the type (IXMessageReads, IXMessageList) to out.
-func ScanIXMessages(rows Rows, out []ixstore.Message) ([]ixstore.Message, error) {
-	for rows.Next() {
-		var m ixstore.Message
-		var received int64
-		var key, dedupe, dup, origin, meta, typ sql.NullString
-		var ack []byte
-		if err := rows.Scan(&m.ID, &m.Interface, &received, &m.Status, &key, &m.Lane, &dedupe, &dup, &origin, &m.Payload, &ack, &meta, &typ); err != nil {
-			return nil, fmt.Errorf("read an interface message: %w", err)
-		}
-		m.ReceivedAt = time.UnixMicro(received)
-		m.Key, m.DedupeKey, m.DuplicateOf, m.Origin, m.Type = key.String, dedupe.String, dup.String, origin.String, typ.String
-		if len(ack) > 0 {
-			m.ACK = ack
-		}
-		m.SetMetaJSON(meta.String)
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
-
 // ScanPairs reads rows of (key, value) into into: dedupe claims
 // (key, message) and ACKs (message, ack).
 func ScanPairs[V string | []byte](rows Rows, into map[string]V) error {
@@ -261,13 +167,6 @@ func ScanPairs[V string | []byte](rows Rows, into map[string]V) error {
 	}
 	return rows.Err()
 }
-
-// IXDeliveries reads a message's deliveries, each with the dismissal of
-// the lane message it is on (NULLs when none).
-const IXDeliveries = `SELECT d.destination, d.lane_message_id, x.dismissed_at, x.dismissed_by, x.reason
-FROM ductus_ix_deliveries d LEFT JOIN ductus_ix_dismissals x
-  ON x.message_id = d.message_id AND x.destination = d.destination AND x.lane_message_id = d.lane_message_id
-WHERE d.message_id = ? ORDER BY d.destination`
 
 // IXDeliveryRelink moves a delivery to a new lane message, only from the
 // one it was read with (args: to, message, destination, from). A
@@ -285,22 +184,6 @@ WHERE d.message_id = ? AND d.destination = ? AND d.lane_message_id = ?
 // IXDeliveryDismissArgs are IXDeliveryDismiss's arguments.
 func IXDeliveryDismissArgs(p *ixstore.DeliveryDismissParams) []any {
 	return []any{p.At.UnixMicro(), p.By, p.Reason, p.MessageID, p.Destination, p.LaneMessageID}
-}
-
-// ScanDeliveries reads rows of IXDeliveries.
-func ScanDeliveries(rows Rows, messageID string) ([]ixstore.Delivery, error) {
-	var out []ixstore.Delivery
-	for rows.Next() {
-		d := ixstore.Delivery{MessageID: messageID}
-		var at sql.NullInt64
-		var by, reason sql.NullString
-		if err := rows.Scan(&d.Destination, &d.LaneMessageID, &at, &by, &reason); err != nil {
-			return nil, err
-		}
-		d.DismissedAt, d.DismissedBy, d.DismissReason = fromNullMicros(at), by.String, reason.String
-		out = append(out, d)
-	}
-	return out, rows.Err()
 }
 
 // Fixed statements of the engine store that every backend writes alike.

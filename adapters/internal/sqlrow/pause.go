@@ -1,8 +1,6 @@
 package sqlrow
 
 import (
-	"time"
-
 	"github.com/ductus/ductus/integration/ixstore"
 )
 
@@ -12,28 +10,16 @@ import (
 // first one's who and why.
 
 // IXPauseColumns are ductus_ix_pauses' columns in the order IXPauseArgs
-// writes and ScanIXPauses reads them.
+// writes them (readside reads them).
 const IXPauseColumns = `interface, destination, reason, paused_by, paused_at`
 
 // The paused destinations' fixed statements.
 const (
 	IXPauseInsertValues = ` (` + IXPauseColumns + `) VALUES (?, ?, ?, ?, ?)`
-	IXPauseList         = `SELECT ` + IXPauseColumns + ` FROM ductus_ix_pauses ORDER BY interface, destination`
 	IXPauseDelete       = `DELETE FROM ductus_ix_pauses WHERE interface = ? AND destination = ?`
 )
 
 // IXPauseArgs are a pause's values in IXPauseColumns order.
 func IXPauseArgs(p *ixstore.Pause) []any {
 	return []any{p.Interface, p.Destination, p.Reason, p.By, p.At.UnixMicro()}
-}
-
-// ScanIXPause reads one row of IXPauseList.
-func ScanIXPause(s Scanner) (ixstore.Pause, error) {
-	var p ixstore.Pause
-	var at int64
-	if err := s.Scan(&p.Interface, &p.Destination, &p.Reason, &p.By, &at); err != nil {
-		return p, err
-	}
-	p.At = time.UnixMicro(at).UTC()
-	return p, nil
 }

@@ -2,7 +2,9 @@
 // being SQL of one dialect: the column lists their statements name in the
 // same order, and the functions that fill this repository's row types from
 // those columns (and argument lists from the row types). The statements
-// themselves stay in each adapter, beside the code that runs them.
+// themselves stay in each adapter, beside the code that runs them. The
+// engine store's read side (the message browser, the audit log, accounts)
+// is not here: package readside writes it once with bun.
 //
 // It is internal to adapters/: the runtime and the engine never see it.
 package sqlrow
