@@ -102,8 +102,8 @@ type Backend struct {
 	// pks holds the keys of actors this backend enqueued to, for the
 	// plain-UPDATE Tell (plainHot).
 	pks store.PKCache
-	// readSide is the engine store's read side (bun, over database/sql
-	// on the same pool: closing it leaves the pool open).
+	// readSide is the engine store's read side (bun, over database/sql on
+	// connections of its own: see openReadSide).
 	readSide *readside.Reader
 	sqlDB    *sql.DB
 }
@@ -181,10 +181,28 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: schema %s: %w", cfg.Schema, err)
 	}
-	b.sqlDB = stdlib.OpenDBFromPool(pool)
-	b.readSide = readside.New(b.sqlDB, pgdialect.New(), classify)
+	b.openReadSide()
 	cfg.Logger.Info("postgres: opened", "schema", cfg.Schema, "max_conns", pc.MaxConns)
 	return b, nil
+}
+
+// readSideConns bounds the read side's connections: operator pages, not
+// the message path.
+const readSideConns = 4
+
+// openReadSide opens the read side's connections: the pool's settings
+// (schema, timeouts) with the simple protocol. bun writes each statement
+// with its values, so nearly every text is new; through the pool, pgx's
+// statement cache would prepare each one (a round trip more) and evict
+// the message path's prepared statements to make room.
+func (b *Backend) openReadSide() {
+	cc := b.connCfg.Copy()
+	cc.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	b.sqlDB = stdlib.OpenDB(*cc)
+	b.sqlDB.SetMaxOpenConns(readSideConns)
+	b.sqlDB.SetMaxIdleConns(readSideConns)
+	b.sqlDB.SetConnMaxIdleTime(time.Minute)
+	b.readSide = readside.New(b.sqlDB, pgdialect.New(), classify)
 }
 
 // Name implements store.Backend.

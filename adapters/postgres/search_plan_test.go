@@ -197,9 +197,11 @@ func pgFillMessages(t *testing.T, b *Backend) {
 	}
 }
 
-// pgExplain EXPLAINs st with options as the adapter runs it: prepared
-// (as pgx's statement cache prepares it), executed with st's arguments
-// under plan_cache_mode mode.
+// pgExplain EXPLAINs st with options, prepared and executed with st's
+// arguments under plan_cache_mode mode: as pgx's statement cache runs the
+// adapter's own statements. The read side's statements (values in the
+// text, no arguments) run over the simple protocol instead; a statement
+// without parameters plans the same either way.
 func pgExplain(t *testing.T, conn *pgx.Conn, name string, st sqlrow.Statement, mode, options string) string {
 	t.Helper()
 	ctx := testutil.Context(t)

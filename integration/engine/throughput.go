@@ -14,6 +14,7 @@ import (
 type throughput struct {
 	mu      sync.Mutex
 	buckets [throughputMinutes]throughputBucket
+	last    int64 // the latest minute counted in (0: none), so an idle hour is seen at once
 }
 
 // throughputMinutes is how many one-minute buckets are kept.
@@ -36,6 +37,7 @@ func (t *throughput) add(now time.Time, received, sent int64) {
 	}
 	b.received += received
 	b.sent += sent
+	t.last = m
 	t.mu.Unlock()
 }
 
@@ -44,20 +46,23 @@ func (t *throughput) add(now time.Time, received, sent int64) {
 // small).
 func (t *throughput) view(now time.Time) *api.Throughput {
 	m := now.Unix() / 60
-	out := &api.Throughput{BucketSeconds: 60, Until: time.Unix((m+1)*60, 0).UTC(),
-		Received: make([]int64, throughputMinutes), Sent: make([]int64, throughputMinutes)}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	empty := true
+	if t.last <= m-throughputMinutes { // nothing in the hour (GET /interfaces over 1,001 idle interfaces)
+		return nil
+	}
+	var out *api.Throughput
 	for i := range throughputMinutes {
 		want := m - throughputMinutes + 1 + int64(i)
-		if b := t.buckets[want%throughputMinutes]; b.minute == want && b.received+b.sent > 0 {
-			out.Received[i], out.Sent[i] = b.received, b.sent
-			empty = false
+		b := t.buckets[want%throughputMinutes]
+		if b.minute != want || b.received+b.sent == 0 {
+			continue
 		}
-	}
-	if empty {
-		return nil
+		if out == nil { // made only for an hour with something in it
+			out = &api.Throughput{BucketSeconds: 60, Until: time.Unix((m+1)*60, 0).UTC(),
+				Received: make([]int64, throughputMinutes), Sent: make([]int64, throughputMinutes)}
+		}
+		out.Received[i], out.Sent[i] = b.received, b.sent
 	}
 	return out
 }
