@@ -296,7 +296,7 @@ await step("the overview's counts and oldest pending age move as messages arrive
   }
   assert.equal(await hs.locator("tbody tr").count(), 3);
   await axe("interface with blocked lanes");
-  await shot("interface-hotspots");
+  await shot("interface-hotspots", "interface-hotspots");
   await page.goBack();
   await page.getByRole("heading", { name: "Overview" }).waitFor();
 
