@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	goruntime "runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -99,11 +98,6 @@ func (c *apiClient) get(ctx context.Context, path string) ([]byte, time.Duration
 	return b, took, nil
 }
 
-// msAt is the q-quantile of sorted latencies, in milliseconds.
-func msAt(sorted []time.Duration, q float64) float64 {
-	return float64(sorted[min(len(sorted)-1, int(q*float64(len(sorted))))].Microseconds()) / 1000
-}
-
 // apiInterfaces is the latency of GET /interfaces on an engine running
 // 1,001 MLLP interfaces (start_1001_interfaces' project) with nothing
 // stored: every interface's state and per-destination counts in one page.
@@ -142,7 +136,7 @@ func apiInterfaces(ctx context.Context, r *runner) error {
 				lat = append(lat, took)
 			}
 		}
-		slices.Sort(lat)
+		sortDurations(lat)
 		r.print("api_interfaces_p50_ms", msAt(lat, 0.50), "ms", len(lat))
 		r.print("api_interfaces_p99_ms", msAt(lat, 0.99), "ms", len(lat))
 		return nil
@@ -277,7 +271,7 @@ func apiMessagesPage(ctx context.Context, r *runner) error {
 					lat = append(lat, took)
 				}
 			}
-			slices.Sort(lat)
+			sortDurations(lat)
 			r.print("api_messages_page_p50_ms_"+name, msAt(lat, 0.50), "ms", len(lat))
 			r.print("api_messages_page_p99_ms_"+name, msAt(lat, 0.99), "ms", len(lat))
 		}

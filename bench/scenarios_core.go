@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/ductus/ductus/actor"
@@ -285,11 +284,13 @@ func unfinished(ctx context.Context, be backend) int {
 	}
 }
 
+// msAt is the q-quantile of sorted latencies, in milliseconds.
+func msAt(sorted []time.Duration, q float64) float64 {
+	return float64(sorted[min(len(sorted)-1, int(q*float64(len(sorted))))].Microseconds()) / 1000
+}
+
 func percentiles(r *runner, name string, lat []time.Duration) {
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	at := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-	}
+	sortDurations(lat)
 	for _, p := range []struct {
 		suffix string
 		q      float64
@@ -297,7 +298,7 @@ func percentiles(r *runner, name string, lat []time.Duration) {
 		if name == "ask_cross_process" && p.suffix == "p95" {
 			continue
 		}
-		r.print(name+"_"+p.suffix+"_ms", at(p.q), "ms", len(lat))
+		r.print(name+"_"+p.suffix+"_ms", msAt(lat, p.q), "ms", len(lat))
 	}
 }
 

@@ -197,11 +197,8 @@ func realtimeLatency(ctx context.Context, r *runner) error {
 		// the rest of the spread is the fan-out to every connection.
 		fmt.Fprintf(os.Stderr, "    first client's receipt: p50 %v\n", firsts[len(firsts)/2].Round(time.Microsecond))
 		sortDurations(lat)
-		at := func(q float64) float64 {
-			return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-		}
-		r.print("realtime_update_latency_p50_ms", at(0.50), "ms", len(lat))
-		r.print("realtime_update_latency_p99_ms", at(0.99), "ms", len(lat))
+		r.print("realtime_update_latency_p50_ms", msAt(lat, 0.50), "ms", len(lat))
+		r.print("realtime_update_latency_p99_ms", msAt(lat, 0.99), "ms", len(lat))
 		return nil
 	})
 }

@@ -51,15 +51,12 @@ func hotspotsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 					why = "blocked, hot"
 				}
 			}
-			attempts, since := "-", "-"
+			attempts := "-"
 			if h.Attempts != nil {
 				attempts = strconv.Itoa(*h.Attempts)
 			}
-			if h.Since != nil {
-				since = now.Sub(*h.Since).Round(time.Second).String()
-			}
 			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Lane, h.Waiting, why, orDash(deref(h.MessageId)),
-				orDash(deref(h.Key)), attempts, since, orDash(deref(h.LastError)))
+				orDash(deref(h.Key)), attempts, ageSince(now, h.Since), orDash(deref(h.LastError)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

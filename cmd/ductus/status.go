@@ -80,6 +80,14 @@ func apiCall(ctx context.Context, method, base, path, reqBody string, v any) err
 	return nil
 }
 
+// ageSince is how long before now t was, to the second ("-" without t).
+func ageSince(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return max(0, now.Sub(*t)).Round(time.Second).String()
+}
+
 // statusCmd prints every interface of a running engine with its state and
 // each destination's queue.
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -112,11 +120,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if d.Paused != nil {
 				paused = fmt.Sprintf("by %s since %s: %s", d.Paused.By, d.Paused.At.Local().Format("2006-01-02 15:04"), d.Paused.Reason)
 			}
-			oldest := "-"
-			if d.OldestPendingAt != nil {
-				oldest = max(0, now.Sub(*d.OldestPendingAt)).Round(time.Second).String()
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", name, state, d.Name, d.Type, d.Pending, oldest, d.Quarantined, paused)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n", name, state, d.Name, d.Type, d.Pending, ageSince(now, d.OldestPendingAt), d.Quarantined, paused)
 		}
 	}
 	return tw.Flush()

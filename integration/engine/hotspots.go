@@ -55,8 +55,9 @@ func (e *Engine) Hotspots(ctx context.Context, iface string) (api.HotspotReport,
 	for i := range heads {
 		blocked[heads[i].Ref.ID] = &heads[i]
 	}
+	// Each destination's lanes with work go into its Lanes, which
+	// pickHotspots then narrows.
 	byDest := map[string]*api.DestinationHotspots{}
-	lanes := map[string][]api.Hotspot{}
 	for _, r := range backlog {
 		in, dest, lane, err := parseLaneID(r.ID)
 		waiting := r.Messages + r.Effects
@@ -65,7 +66,7 @@ func (e *Engine) Hotspots(ctx context.Context, iface string) (api.HotspotReport,
 		}
 		d := byDest[dest]
 		if d == nil {
-			d = &api.DestinationHotspots{Destination: dest, Lanes: []api.Hotspot{}}
+			d = &api.DestinationHotspots{Destination: dest}
 			byDest[dest] = d
 		}
 		d.Waiting += waiting
@@ -75,7 +76,7 @@ func (e *Engine) Hotspots(ctx context.Context, iface string) (api.HotspotReport,
 			d.LanesBlocked++
 			blockedBy(&h, fx)
 		}
-		lanes[dest] = append(lanes[dest], h)
+		d.Lanes = append(d.Lanes, h)
 	}
 	out := api.HotspotReport{Interface: iface, Destinations: []api.DestinationHotspots{}}
 	for _, dc := range ir.cfg.Destinations { // the project's order
@@ -84,7 +85,7 @@ func (e *Engine) Hotspots(ctx context.Context, iface string) (api.HotspotReport,
 			continue
 		}
 		d.ReceiverDown = d.LanesBlocked > 0 && d.LanesBlocked == d.LanesWaiting
-		d.Lanes = pickHotspots(lanes[dc.Name], d.Waiting)
+		d.Lanes = pickHotspots(d.Lanes, d.Waiting)
 		out.Destinations = append(out.Destinations, *d)
 	}
 	return out, nil

@@ -43,6 +43,7 @@ destinations:
 		testutil.Eventually(t, 10*time.Second, "the API to listen", func() bool { return e.APIAddr() != "" })
 		base := "http://" + e.APIAddr()
 		_, viewer := newToken(t, e, "viewer", access.Viewer)
+		_, reader := newToken(t, e, "reader", access.Viewer, access.Payloads)
 
 		start := time.Now().Add(-time.Second)
 		keys := []string{"K1", "K2", "K3", "K4", "K5", "K6"}
@@ -68,12 +69,18 @@ destinations:
 				h.LastError == nil || !strings.Contains(*h.LastError, "503") || h.Since == nil || h.Since.Before(start) {
 				t.Fatalf("a blocked lane: %+v", h)
 			}
-			// The lane's first message is the blocking one: its key's
-			// first (control ID <key>-0).
+			// The lane's first message is the blocking one: it is on the
+			// lane, with the key named, and it is that key's first (control
+			// ID <key>-0; the first round went out before the second).
 			var m api.Message
 			callJSON(t, base, viewer, "GET", "/api/v1/messages/"+*h.MessageId, "", 200, &m)
-			if m.Message.DedupeKey != nil || m.Message.OrderingKey == nil || *m.Message.OrderingKey != *h.Key || m.Message.Lane == nil || *m.Message.Lane != h.Lane {
+			if m.Message.OrderingKey == nil || *m.Message.OrderingKey != *h.Key || m.Message.Lane == nil || *m.Message.Lane != h.Lane {
 				t.Fatalf("lane %d is blocked by %+v, which is not its message", h.Lane, m.Message)
+			}
+			var p api.MessagePayload
+			callJSON(t, base, reader, "GET", "/api/v1/messages/"+*h.MessageId+"/payload", "", 200, &p)
+			if !strings.Contains(p.Payload, "|"+*h.Key+"-0|") {
+				t.Fatalf("lane %d is blocked by a later message of %s, not its first:\n%s", h.Lane, *h.Key, p.Payload)
 			}
 		}
 

@@ -51,18 +51,13 @@ func (t *throughput) view(now time.Time) *api.Throughput {
 	if t.last <= m-throughputMinutes { // nothing in the hour (GET /interfaces over 1,001 idle interfaces)
 		return nil
 	}
-	var out *api.Throughput
+	out := &api.Throughput{BucketSeconds: 60, Until: time.Unix((m+1)*60, 0).UTC(),
+		Received: make([]int64, throughputMinutes), Sent: make([]int64, throughputMinutes)}
 	for i := range throughputMinutes {
 		want := m - throughputMinutes + 1 + int64(i)
-		b := t.buckets[want%throughputMinutes]
-		if b.minute != want || b.received+b.sent == 0 {
-			continue
+		if b := t.buckets[want%throughputMinutes]; b.minute == want {
+			out.Received[i], out.Sent[i] = b.received, b.sent
 		}
-		if out == nil { // made only for an hour with something in it
-			out = &api.Throughput{BucketSeconds: 60, Until: time.Unix((m+1)*60, 0).UTC(),
-				Received: make([]int64, throughputMinutes), Sent: make([]int64, throughputMinutes)}
-		}
-		out.Received[i], out.Sent[i] = b.received, b.sent
 	}
 	return out
 }

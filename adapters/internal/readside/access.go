@@ -31,28 +31,15 @@ func (t *tokenRow) token() ixstore.Token {
 		CreatedAt: micros(t.CreatedAt), CreatedBy: t.CreatedBy, RevokedAt: micros(t.RevokedAt)}
 }
 
-// TokenByHash implements ixstore.Store: the hash is unique, so at most
-// one row.
+// TokenByHash implements ixstore.Store: the hash is unique.
 func (r *Reader) TokenByHash(ctx context.Context, p *ixstore.TokenByHashParams) (ixstore.Token, bool, error) {
-	var rows []tokenRow
-	if err := r.scan(ctx, "find a token", r.db.NewSelect().Model(&rows).Where("hash = ?", p.Hash)); err != nil || len(rows) == 0 {
-		return ixstore.Token{}, false, err
-	}
-	return rows[0].token(), true, nil
+	return one(ctx, r, "find a token", r.db.NewSelect().Model((*tokenRow)(nil)).Where("hash = ?", p.Hash), (*tokenRow).token)
 }
 
 // TokenList implements ixstore.Store: by creation, then ID, so tokens
 // made in one microsecond still list in one stable order.
 func (r *Reader) TokenList(ctx context.Context) ([]ixstore.Token, error) {
-	var rows []tokenRow
-	if err := r.scan(ctx, "list tokens", r.db.NewSelect().Model(&rows).Order("created_at", "id")); err != nil {
-		return nil, err
-	}
-	out := make([]ixstore.Token, len(rows))
-	for i := range rows {
-		out[i] = rows[i].token()
-	}
-	return out, nil
+	return list(ctx, r, "list tokens", r.db.NewSelect().Model((*tokenRow)(nil)).Order("created_at", "id"), (*tokenRow).token)
 }
 
 // auditRow is a row of ductus_ix_audit.
@@ -70,6 +57,15 @@ type auditRow struct {
 	Detail  string `bun:"detail"` // a JSON document, or NULL
 }
 
+func (a *auditRow) entry() ixstore.AuditEntry {
+	e := ixstore.AuditEntry{ID: a.ID, At: micros(a.At), Actor: a.Actor, Via: a.Via, Address: a.Address,
+		Action: a.Action, Target: a.Target, Outcome: a.Outcome}
+	if a.Detail != "" {
+		e.Detail = []byte(a.Detail)
+	}
+	return e
+}
+
 // AuditList implements ixstore.Store: a keyset page on the ID (a UUIDv7,
 // so ID order is time order), newest first unless OldestFirst, with the
 // optional exact filters, each served by its (column, id) index.
@@ -77,8 +73,7 @@ func (r *Reader) AuditList(ctx context.Context, p *ixstore.AuditListParams) ([]i
 	if p.Limit < 1 {
 		return nil, fmt.Errorf("%w: AuditList: limit %d is not positive", actor.ErrInvalidArguments, p.Limit)
 	}
-	var rows []auditRow
-	q := r.db.NewSelect().Model(&rows).Limit(int64(p.Limit))
+	q := r.db.NewSelect().Model((*auditRow)(nil)).Limit(int64(p.Limit))
 	for _, f := range []struct{ cond, value string }{{"id < ?", p.Before}, {"id > ?", p.After}, {"action = ?", p.Action}, {"actor = ?", p.Actor}} {
 		if f.value != "" {
 			q = q.Where(f.cond, f.value)
@@ -89,16 +84,5 @@ func (r *Reader) AuditList(ctx context.Context, p *ixstore.AuditListParams) ([]i
 	} else {
 		q = q.OrderExpr("id DESC")
 	}
-	if err := r.scan(ctx, "read the audit log", q); err != nil {
-		return nil, err
-	}
-	out := make([]ixstore.AuditEntry, len(rows))
-	for i, a := range rows {
-		out[i] = ixstore.AuditEntry{ID: a.ID, At: micros(a.At), Actor: a.Actor, Via: a.Via, Address: a.Address,
-			Action: a.Action, Target: a.Target, Outcome: a.Outcome}
-		if a.Detail != "" {
-			out[i].Detail = []byte(a.Detail)
-		}
-	}
-	return out, nil
+	return list(ctx, r, "read the audit log", q, (*auditRow).entry)
 }

@@ -35,25 +35,13 @@ func (u *userRow) user() ixstore.User {
 
 // UserGet implements ixstore.Store.
 func (r *Reader) UserGet(ctx context.Context, p *ixstore.UserGetParams) (ixstore.User, bool, error) {
-	var rows []userRow
-	if err := r.scan(ctx, "read an account", r.db.NewSelect().Model(&rows).Where("name = ?", p.Name)); err != nil || len(rows) == 0 {
-		return ixstore.User{}, false, err
-	}
-	return rows[0].user(), true, nil
+	return one(ctx, r, "read an account", r.db.NewSelect().Model((*userRow)(nil)).Where("name = ?", p.Name), (*userRow).user)
 }
 
 // UserList implements ixstore.Store: by name, which the schema collates
 // byte-wise, so every backend lists in one order.
 func (r *Reader) UserList(ctx context.Context) ([]ixstore.User, error) {
-	var rows []userRow
-	if err := r.scan(ctx, "list accounts", r.db.NewSelect().Model(&rows).Order("name")); err != nil {
-		return nil, err
-	}
-	out := make([]ixstore.User, len(rows))
-	for i := range rows {
-		out[i] = rows[i].user()
-	}
-	return out, nil
+	return list(ctx, r, "list accounts", r.db.NewSelect().Model((*userRow)(nil)).Order("name"), (*userRow).user)
 }
 
 // sessionRow is a row of ductus_ix_sessions (the SHA-256 of the cookie's
@@ -69,16 +57,14 @@ type sessionRow struct {
 	ExpiresAt int64  `bun:"expires_at"`
 }
 
-// SessionByHash implements ixstore.Store: the hash is the key, so at most
-// one row.
-func (r *Reader) SessionByHash(ctx context.Context, p *ixstore.SessionByHashParams) (ixstore.Session, bool, error) {
-	var rows []sessionRow
-	if err := r.scan(ctx, "find a session", r.db.NewSelect().Model(&rows).Where("hash = ?", p.Hash)); err != nil || len(rows) == 0 {
-		return ixstore.Session{}, false, err
-	}
-	s := rows[0]
+func (s *sessionRow) session() ixstore.Session {
 	return ixstore.Session{Hash: s.Hash, User: s.User, Address: s.Address, CreatedAt: micros(s.CreatedAt),
-		LastSeen: micros(s.LastSeen), ExpiresAt: micros(s.ExpiresAt)}, true, nil
+		LastSeen: micros(s.LastSeen), ExpiresAt: micros(s.ExpiresAt)}
+}
+
+// SessionByHash implements ixstore.Store: the hash is the key.
+func (r *Reader) SessionByHash(ctx context.Context, p *ixstore.SessionByHashParams) (ixstore.Session, bool, error) {
+	return one(ctx, r, "find a session", r.db.NewSelect().Model((*sessionRow)(nil)).Where("hash = ?", p.Hash), (*sessionRow).session)
 }
 
 // pauseRow is a row of ductus_ix_pauses: one per paused destination.
@@ -92,15 +78,11 @@ type pauseRow struct {
 	At          int64  `bun:"paused_at"`
 }
 
+func (p *pauseRow) pause() ixstore.Pause {
+	return ixstore.Pause{Interface: p.Interface, Destination: p.Destination, Reason: p.Reason, By: p.By, At: micros(p.At).UTC()}
+}
+
 // PauseList implements ixstore.Store.
 func (r *Reader) PauseList(ctx context.Context) ([]ixstore.Pause, error) {
-	var rows []pauseRow
-	if err := r.scan(ctx, "list pauses", r.db.NewSelect().Model(&rows).Order("interface", "destination")); err != nil {
-		return nil, err
-	}
-	out := make([]ixstore.Pause, len(rows))
-	for i, p := range rows {
-		out[i] = ixstore.Pause{Interface: p.Interface, Destination: p.Destination, Reason: p.Reason, By: p.By, At: micros(p.At).UTC()}
-	}
-	return out, nil
+	return list(ctx, r, "list pauses", r.db.NewSelect().Model((*pauseRow)(nil)).Order("interface", "destination"), (*pauseRow).pause)
 }

@@ -20,20 +20,14 @@ type deliveryRow struct {
 // destination. A dismissal counts only for the lane message it was made
 // for: a delivery resent since is on a new one.
 func (r *Reader) DeliveryList(ctx context.Context, p *ixstore.DeliveryListParams) ([]ixstore.Delivery, error) {
-	var rows []deliveryRow
 	q := r.db.NewSelect().
 		ColumnExpr("d.destination, d.lane_message_id, x.dismissed_at, x.dismissed_by, x.reason").
 		TableExpr("ductus_ix_deliveries AS d").
 		Join("LEFT JOIN ductus_ix_dismissals AS x ON x.message_id = d.message_id AND x.destination = d.destination AND x.lane_message_id = d.lane_message_id").
 		Where("d.message_id = ?", p.MessageID).
 		Order("d.destination")
-	if err := r.scan(ctx, "read deliveries", q, &rows); err != nil {
-		return nil, err
-	}
-	var out []ixstore.Delivery
-	for _, d := range rows {
-		out = append(out, ixstore.Delivery{MessageID: p.MessageID, Destination: d.Destination, LaneMessageID: d.LaneMessageID,
-			DismissedAt: micros(d.DismissedAt), DismissedBy: d.DismissedBy, DismissReason: d.Reason})
-	}
-	return out, nil
+	return list(ctx, r, "read deliveries", q, func(d *deliveryRow) ixstore.Delivery {
+		return ixstore.Delivery{MessageID: p.MessageID, Destination: d.Destination, LaneMessageID: d.LaneMessageID,
+			DismissedAt: micros(d.DismissedAt), DismissedBy: d.DismissedBy, DismissReason: d.Reason}
+	})
 }

@@ -59,13 +59,11 @@ const keyBatch = 300
 func (r *Reader) MessageGetMany(ctx context.Context, p *ixstore.MessageGetManyParams) ([]ixstore.Message, error) {
 	var out []ixstore.Message
 	for _, c := range sqlrow.Chunks(len(p.IDs), keyBatch) {
-		var rows []messageRow
-		if err := r.scan(ctx, "read interface messages", MessageGetQuery(r.db, p.IDs[c[0]:c[1]]), &rows); err != nil {
+		got, err := list(ctx, r, "read interface messages", MessageGetQuery(r.db, p.IDs[c[0]:c[1]]), (*messageRow).message)
+		if err != nil {
 			return nil, err
 		}
-		for i := range rows {
-			out = append(out, rows[i].message())
-		}
+		out = append(out, got...)
 	}
 	return out, nil
 }
@@ -81,15 +79,7 @@ func (r *Reader) MessageList(ctx context.Context, p *ixstore.MessageListParams) 
 	if p.Limit < 1 {
 		return nil, fmt.Errorf("%w: MessageList: limit %d is not positive", actor.ErrInvalidArguments, p.Limit)
 	}
-	var rows []messageRow
-	if err := r.scan(ctx, "read interface messages", MessageListQuery(r.db, p), &rows); err != nil {
-		return nil, err
-	}
-	out := make([]ixstore.Message, len(rows))
-	for i := range rows {
-		out[i] = rows[i].message()
-	}
-	return out, nil
+	return list(ctx, r, "read interface messages", MessageListQuery(r.db, p), (*messageRow).message)
 }
 
 // MessageListQuery pages an interface's messages, newest first, filtered.
@@ -115,16 +105,16 @@ func (r *Reader) MessageList(ctx context.Context, p *ixstore.MessageListParams) 
 func MessageListQuery(db bun.IDB, p *ixstore.MessageListParams) *bun.SelectQuery {
 	page := db.NewSelect()
 	idCols := []string{"m.id"}
-	var filters []func(*bun.SelectQuery) *bun.SelectQuery
-	for _, f := range []struct{ cond, v string }{{"m.order_key = ?", p.Key}, {"m.dedupe_key = ?", p.DedupeKey}, {"m.status = ?", p.Status}} {
+	type filter struct{ cond, v string }
+	var filters []filter
+	for _, f := range []filter{{"m.order_key = ?", p.Key}, {"m.dedupe_key = ?", p.DedupeKey}, {"m.status = ?", p.Status}} {
 		if f.v != "" {
-			filters = append(filters, func(q *bun.SelectQuery) *bun.SelectQuery { return q.Where(f.cond, f.v) })
+			filters = append(filters, f)
 		}
 	}
-	switch {
-	case p.Type == "":
+	if p.Type == "" {
 		page = page.TableExpr("ductus_ix_messages AS m")
-	default:
+	} else {
 		// Start from the type's rows: the search key orders them by ID.
 		idCols = []string{"s.message_id"}
 		page = page.TableExpr("ductus_ix_search AS s").
@@ -136,7 +126,7 @@ func MessageListQuery(db bun.IDB, p *ixstore.MessageListParams) *bun.SelectQuery
 	if p.Type == "" || len(filters) > 0 {
 		page = page.Where("m.interface = ?", p.Interface)
 		for _, f := range filters {
-			page = f(page)
+			page = page.Where(f.cond, f.v)
 		}
 	}
 	for _, col := range idCols {

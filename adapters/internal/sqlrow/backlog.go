@@ -114,14 +114,18 @@ const (
 type byActorPart struct {
 	kind        int
 	from, where string
-	// queued is the column of when a row was queued, for the actor's
-	// oldest pending work ("" for dead parts, which are not pending).
-	queued string
+	queued      queuedBy
 }
 
-// firstEnqueued marks a part whose oldest is its first message's enqueue
-// time (see byActorParts).
-const firstEnqueued = "first enqueued"
+// queuedBy is where a part finds when its oldest row was queued, for the
+// actor's oldest pending work.
+type queuedBy int
+
+const (
+	notPending     queuedBy = iota // dead parts: no time
+	byFirstMessage                 // the enqueue of the actor's first message (see byActorParts)
+	byCreatedAt                    // MIN(x.created_at), on the rows counted
+)
 
 // byActorParts are BacklogByActor's parts in the dialect of b.
 func byActorParts(b Booleans) []byActorPart {
@@ -133,12 +137,12 @@ func byActorParts(b Booleans) []byActorPart {
 		// aggregate inside one): a join let Postgres merge-join the
 		// messages' primary key, reading the history up to the newest
 		// pending message.
-		{byActorMessages, "ductus_ready x", "a.type = ?", firstEnqueued},
-		{byActorMessages, "ductus_claimed x", "a.type = ?", firstEnqueued},
-		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.True + " AND a.type = ?", "x.created_at"},
-		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.False + " AND a.type = ?", "x.created_at"},
-		{byActorDeadLetters, "ductus_dead_letters x", "x.type = ?", ""},
-		{byActorDeadEffects, "ductus_effects x", "x.state = 'dead' AND a.type = ?", ""},
+		{byActorMessages, "ductus_ready x", "a.type = ?", byFirstMessage},
+		{byActorMessages, "ductus_claimed x", "a.type = ?", byFirstMessage},
+		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.True + " AND a.type = ?", byCreatedAt},
+		{byActorEffects, "ductus_effects x", "x.state = 'pending' AND x.ordered = " + b.False + " AND a.type = ?", byCreatedAt},
+		{byActorDeadLetters, "ductus_dead_letters x", "x.type = ?", notPending},
+		{byActorDeadEffects, "ductus_effects x", "x.state = 'dead' AND a.type = ?", notPending},
 	}
 }
 
@@ -152,18 +156,15 @@ func BacklogByActor(p *store.BacklogByActorParams, b Booleans) Statement {
 	var parts []string
 	var args []any
 	for _, c := range byActorParts(b) {
+		grouped := "FROM " + c.from + " JOIN ductus_actors a ON a.pk = x.actor_pk WHERE " + c.where + " GROUP BY a.id"
 		switch c.queued {
-		case firstEnqueued:
+		case byFirstMessage:
 			parts = append(parts, fmt.Sprintf("SELECT g.id, %d, g.n, (SELECT m.enqueued_at FROM ductus_messages m WHERE m.id = g.first) "+
-				"FROM (SELECT a.id AS id, COUNT(*) AS n, MIN(x.message_id) AS first FROM %s JOIN ductus_actors a ON a.pk = x.actor_pk WHERE %s GROUP BY a.id) g",
-				c.kind, c.from, c.where))
+				"FROM (SELECT a.id AS id, COUNT(*) AS n, MIN(x.message_id) AS first %s) g", c.kind, grouped))
+		case byCreatedAt:
+			parts = append(parts, fmt.Sprintf("SELECT a.id, %d, COUNT(*), MIN(x.created_at) %s", c.kind, grouped))
 		default:
-			queued := "NULL"
-			if c.queued != "" {
-				queued = "MIN(" + c.queued + ")"
-			}
-			parts = append(parts, fmt.Sprintf("SELECT a.id, %d, COUNT(*), %s FROM %s JOIN ductus_actors a ON a.pk = x.actor_pk WHERE %s GROUP BY a.id",
-				c.kind, queued, c.from, c.where))
+			parts = append(parts, fmt.Sprintf("SELECT a.id, %d, COUNT(*), NULL %s", c.kind, grouped))
 		}
 		args = append(args, p.Type)
 	}
