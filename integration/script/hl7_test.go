@@ -135,6 +135,7 @@ func TestHL7Set(t *testing.T) {
 		{"array at component level gives subcomponents", small, `msg.set("PID-3.4", ["HOSP", "1.2", "ISO"]); return msg.raw("PID-3")`, "123^^^HOSP&1.2&ISO~456^^^SSN"},
 		{"array at subcomponent level", small, `msg.set("PID-3.4.1", ["x"])`, "!a subcomponent is one value"},
 		{"number", small, `msg.set("PID-1", 2); return msg.get("PID-1")`, "2"},
+		{"reads before and after a write", small, `const a = [msg.get("PID-5.1"), msg.segment("PID").fields]; msg.set("PID-5.1", "ROE"); return a.concat([msg.get("PID-5.1"), msg.get("PID-3[2].1"), msg.segment("PID").fields])`, `["DOE",5,"ROE","456",5]`},
 		{"clearing a component trims", small, `msg.set("PID-5.2", ""); return msg.raw("PID-5")`, "DOE"},
 		{"clearing past the end changes nothing", small, `msg.set("PID-30", ""); msg.set("ZZZ-1", null); return msg.toString() === ` + jsString(small) + ` ? "same" : msg.toString()`, "same"},
 		{"setRaw field with repetitions", small, `msg.setRaw("PID-3", "A^B~C"); return [msg.get("PID-3[2]"), msg.count("PID-3")]`, `["C",2]`},

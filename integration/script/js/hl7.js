@@ -25,10 +25,10 @@ const hl7 = (function () {
   // parsePath turns "PID[2]-3[1].4.2" into numbers, caching the answer: a
   // transform uses the same few paths for every message.
   function parsePath(path, op, owner) {
-    const where = owner === undefined ? op : owner + "." + op;
-    if (typeof path !== "string") fail(where + ": a path must be a string such as \"PID-3.1\", got " + typeof path);
     let p = paths.get(path);
     if (p === undefined) {
+      const where = owner === undefined ? op : owner + "." + op;
+      if (typeof path !== "string") fail(where + ": a path must be a string such as \"PID-3.1\", got " + typeof path);
       const m = PATH.exec(path);
       if (m === null) fail(where + ": bad path \"" + path + "\" (expected SEG[n]-field[rep].component.subcomponent, such as \"PID-3[2].1\")");
       p = {
@@ -98,13 +98,22 @@ const hl7 = (function () {
     constructor(text, d) {
       this._raw = text;
       this._d = d;
-      this._f = null; // fields split on first read: [name, field 1 or MSH-2, ...]
+      this._f = null; // fields split on the first write: [name, field 1 or MSH-2, ...]
+      this._o = null; // until then, where each field separator is (reads slice the text)
       this.name = text.slice(0, 3).toUpperCase();
     }
 
     _fields() {
       if (this._f === null) this._f = this._raw.split(this._d.field);
       return this._f;
+    }
+
+    _offsets() {
+      const o = [];
+      const raw = this._raw, fs = this._d.field;
+      for (let at = raw.indexOf(fs); at >= 0; at = raw.indexOf(fs, at + 1)) o.push(at);
+      this._o = o;
+      return o;
     }
 
     // index of field n in _fields(): MSH-1 is the separator itself, so MSH
@@ -122,9 +131,11 @@ const hl7 = (function () {
 
     _fieldRaw(n) {
       if (this.name === "MSH" && n === 1) return this._d.field;
-      const f = this._fields();
       const i = this._at(n);
-      return i < f.length ? f[i] : "";
+      if (this._f !== null) return i < this._f.length ? this._f[i] : "";
+      const o = this._o === null ? this._offsets() : this._o;
+      if (i > o.length) return "";
+      return i === o.length ? this._raw.slice(o[i - 1] + 1) : this._raw.slice(o[i - 1] + 1, o[i]);
     }
 
     _locked(p) {
@@ -223,7 +234,7 @@ const hl7 = (function () {
 
     /** fields is the number of the last field present. */
     get fields() {
-      const n = this._fields().length - 1;
+      const n = this._f !== null ? this._f.length - 1 : (this._o === null ? this._offsets() : this._o).length;
       return this.name === "MSH" ? n + 1 : n;
     }
 
