@@ -454,6 +454,7 @@ func (w *worker) call(ctx context.Context, ifc *loaded, function string, in Inpu
 	if err := w.ensure(); err != nil {
 		return Result{}, stopNone, err
 	}
+	defer w.lock()()
 	w.sweep()
 	b, why, err := w.bindIn(ctx, ifc)
 	if why != stopNone || err != nil {
