@@ -3,9 +3,12 @@ package script
 // #include "lock.h"
 import "C"
 
-// lock takes the isolate's v8::Locker and keeps it until unlock is called,
-// on the calling OS thread, which the caller has locked
-// (runtime.LockOSThread) for at least as long.
+import "runtime"
+
+// lock takes the isolate's v8::Locker and keeps it until unlock is called.
+// A Locker belongs to the OS thread that took it (another thread's v8go
+// call would wait for it forever), so lock also wires the calling goroutine
+// to its thread until then.
 //
 // Why: v8go takes the Locker inside each of its calls (a new value, a
 // call, reading a result...), and a Locker that is not nested inside
@@ -19,6 +22,10 @@ import "C"
 // only requests interrupts and terminations, which V8 allows from any
 // thread without it. The isolate must not be disposed while it is held.
 func (w *worker) lock() (unlock func()) {
+	runtime.LockOSThread()
 	l := C.ductusLock(w.raw)
-	return func() { C.ductusUnlock(l) }
+	return func() {
+		C.ductusUnlock(l)
+		runtime.UnlockOSThread()
+	}
 }
