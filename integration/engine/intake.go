@@ -273,10 +273,14 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 				}
 				st.ACK = m.ACK
 			}
+			// No idempotency key: the lane message is queued in the
+			// transaction that stores its message, under an ID made for
+			// this attempt, so there is never an earlier copy to find, and
+			// a key would cost every group a lookup per lane and every
+			// message an index entry.
 			for d, dest := range cfg.Destinations {
 				envs = append(envs, actor.Envelope{
 					Ref: actor.Ref{Type: laneType, ID: dest.ActorID(lane)}, Message: "deliver", Args: deliverArgs{M: p.id},
-					Options: []actor.TellOption{actor.WithIdempotencyKey("ix:" + p.id)},
 				})
 				dests = append(dests, envOf{p, d})
 			}
