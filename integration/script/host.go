@@ -321,13 +321,7 @@ func (h *Host) Call(ctx context.Context, iface, function string, in Input) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	// one thread for the call's dozen trips into V8, under one Locker
-	// (worker.lock): v8go takes the isolate's Locker on each, and V8
-	// restores and frees the isolate's thread state whenever a top-level
-	// Locker is taken and released
-	runtime.LockOSThread()
 	res, why, err := w.call(ctx, l, function, in)
-	runtime.UnlockOSThread()
 	if why != stopNone {
 		w.discard()
 		switch why {

@@ -1,6 +1,4 @@
 // An isolate's v8::Locker held across a whole call (see lock.go).
-#include <stdint.h>
-
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -454,6 +454,7 @@ func (w *worker) call(ctx context.Context, ifc *loaded, function string, in Inpu
 	if err := w.ensure(); err != nil {
 		return Result{}, stopNone, err
 	}
+	// the call's dozen trips into V8 under one Locker, on one thread
 	defer w.lock()()
 	w.sweep()
 	b, why, err := w.bindIn(ctx, ifc)

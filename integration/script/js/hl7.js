@@ -109,11 +109,13 @@ const hl7 = (function () {
     }
 
     _offsets() {
-      const o = [];
-      const raw = this._raw, fs = this._d.field;
-      for (let at = raw.indexOf(fs); at >= 0; at = raw.indexOf(fs, at + 1)) o.push(at);
-      this._o = o;
-      return o;
+      if (this._o === null) {
+        const o = [];
+        const raw = this._raw, fs = this._d.field;
+        for (let at = raw.indexOf(fs); at >= 0; at = raw.indexOf(fs, at + 1)) o.push(at);
+        this._o = o;
+      }
+      return this._o;
     }
 
     // index of field n in _fields(): MSH-1 is the separator itself, so MSH
@@ -133,7 +135,7 @@ const hl7 = (function () {
       if (this.name === "MSH" && n === 1) return this._d.field;
       const i = this._at(n);
       if (this._f !== null) return i < this._f.length ? this._f[i] : "";
-      const o = this._o === null ? this._offsets() : this._o;
+      const o = this._offsets();
       if (i > o.length) return "";
       return i === o.length ? this._raw.slice(o[i - 1] + 1) : this._raw.slice(o[i - 1] + 1, o[i]);
     }
@@ -234,7 +236,7 @@ const hl7 = (function () {
 
     /** fields is the number of the last field present. */
     get fields() {
-      const n = this._f !== null ? this._f.length - 1 : (this._o === null ? this._offsets() : this._o).length;
+      const n = this._f !== null ? this._f.length - 1 : this._offsets().length;
       return this.name === "MSH" ? n + 1 : n;
     }
 
