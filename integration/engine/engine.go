@@ -80,8 +80,12 @@ type Engine struct {
 	senders []sender
 	met     *metrics
 	reg     *prometheus.Registry
-	opts    Options
-	group   groupCommit
+	// queues holds the collector that reads the database at scrape time
+	// (metrics_queue.go), apart from reg, so that reading a counter in
+	// process (Metrics) never runs a query; /metrics gathers both.
+	queues *prometheus.Registry
+	opts   Options
+	group  groupCommit
 
 	startedAt time.Time
 	access    *access.Store
@@ -153,7 +157,9 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 	}
 	e.reg = prometheus.NewRegistry()
 	e.met = newMetrics(e.reg)
-	e.reg.MustRegister(stoppedCollector{e}, queueCollector{e})
+	e.reg.MustRegister(stoppedCollector{e})
+	e.queues = prometheus.NewRegistry()
+	e.queues.MustRegister(queueCollector{e})
 	for _, in := range proj.Interfaces {
 		ir := &ifaceRuntime{cfg: in}
 		var err error
@@ -290,7 +296,10 @@ func (e *Engine) Host() *host.Host { return e.rt }
 // Store is the engine's message store.
 func (e *Engine) Store() *msgstore.Store { return e.ms }
 
-// Metrics is the engine's Prometheus registry (runtime and engine metrics).
+// Metrics is the engine's Prometheus registry of in-process metrics
+// (runtime and engine counters, histograms and gauges), cheap to gather
+// as often as wanted. The destinations' queue gauges, which read the
+// database, are not in it: /metrics (Gatherer) adds them.
 func (e *Engine) Metrics() *prometheus.Registry { return e.reg }
 
 // Run starts the runtime and every source, and blocks until ctx ends;

@@ -287,5 +287,6 @@ func parsedView(payload []byte) []api.Segment {
 	return out
 }
 
-// Gatherer implements api.Engine.
-func (e *Engine) Gatherer() prometheus.Gatherer { return e.reg }
+// Gatherer implements api.Engine: Metrics and the destinations' queue
+// gauges, read from the database once per scrape.
+func (e *Engine) Gatherer() prometheus.Gatherer { return prometheus.Gatherers{e.reg, e.queues} }
