@@ -458,13 +458,15 @@ type driverLog struct{ l *slog.Logger }
 
 func (d driverLog) Print(v ...any) { d.l.Warn("mysql: driver: " + fmt.Sprint(v...)) }
 
-// alreadyExists maps the statements MySQL cannot write IF NOT EXISTS
-// (CREATE INDEX; CREATE PROCEDURE before 8.0.29) to the error each raises
-// when its object exists.
-var alreadyExists = map[string]uint16{"CREATE INDEX": 1061, "CREATE PROCEDURE": 1304}
+// alreadyExists maps the statements MySQL cannot write IF NOT EXISTS or
+// IF EXISTS (CREATE INDEX; CREATE PROCEDURE before 8.0.29; DROP INDEX,
+// which only MariaDB can write IF EXISTS) to the error each raises when it
+// ran before: its object exists, or is gone.
+var alreadyExists = map[string]uint16{"CREATE INDEX": 1061, "CREATE PROCEDURE": 1304, "DROP INDEX": 1091}
 
-// existedBefore reports whether statement s failed only because what it
-// creates exists already: a file interrupted after it ran is run again.
+// existedBefore reports whether statement s failed only because it ran
+// before (what it creates exists, what it drops is gone): a file
+// interrupted after it ran is run again.
 func existedBefore(err error, s string) bool {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) {

@@ -54,3 +54,30 @@ func TestConformance(t *testing.T) {
 	admin(t)
 	storetest.Run(t, func(t *testing.T) store.Backend { return openBackend(t, Config{}) })
 }
+
+// A migration file interrupted after some of its statements ran (DDL
+// commits each one on MySQL) is run again whole at the next start: every
+// engine migration must apply again over its own result. Forgetting every
+// recorded file and migrating again re-runs them all.
+func TestEngineMigrationsRunAgain(t *testing.T) {
+	ctx := context.Background()
+	b := openBackend(t, Config{})
+	ix := b.EngineStore()
+	if err := ix.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.ExecContext(ctx, "DELETE FROM "+engineMigrations); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.SchemaMigrate(ctx); err != nil {
+		t.Fatalf("the engine's migrations run again: %v", err)
+	}
+	var gone int
+	if err := b.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = 'ductus_ix_messages_interface'`).Scan(&gone); err != nil {
+		t.Fatal(err)
+	}
+	if gone != 0 {
+		t.Error("ductus_ix_messages_interface is back after the migrations ran again")
+	}
+}
