@@ -38,6 +38,8 @@ type engineRun struct {
 	// be is the engine's backend, for scenarios that fill its tables
 	// straight through the engine store.
 	be ixstore.Backend
+	// proj is the loaded project (its interfaces and destinations).
+	proj *config.Project
 }
 
 // writeProject writes files (path relative to dir -> content) under dir.
@@ -108,7 +110,7 @@ func (r *runner) withEngine(ctx context.Context, files map[string]string, fn fun
 		if err := waitListening(ctx, e, proj, done); err != nil {
 			return err
 		}
-		return fn(&engineRun{e: e, dir: dir, partitions: proj.Engine.Partitions, be: ibe})
+		return fn(&engineRun{e: e, dir: dir, partitions: proj.Engine.Partitions, be: ibe, proj: proj})
 	})
 }
 
@@ -192,26 +194,28 @@ func (er *engineRun) lanes(ctx context.Context) ([]actor.Ref, error) {
 	}
 }
 
-// setPaused pauses or resumes every lane: paused lanes keep accepting
-// messages (the intake's inserts commit) but run no turn, so an intake
-// figure measures the intake alone. It is the runtime's own actor pause
-// (host.Host.Pause); the engine has no pause of its own.
+// setPaused pauses or resumes every destination of the project, as an
+// operator would (Engine.PauseDestination): its lanes keep accepting
+// messages (the intake's inserts commit) but run no turn and are not
+// woken, so an intake figure measures the intake alone. It returns the
+// destinations it paused or resumed.
 func (er *engineRun) setPaused(ctx context.Context, paused bool) (int, error) {
-	refs, err := er.lanes(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for _, ref := range refs {
-		if paused {
-			_, err = er.e.Host().Pause(ctx, ref)
-		} else {
-			_, err = er.e.Host().Resume(ctx, ref)
+	n := 0
+	for _, in := range er.proj.Interfaces {
+		for _, d := range in.Destinations {
+			var err error
+			if paused {
+				_, err = er.e.PauseDestination(ctx, in.Name, d.Name, "bench", "the intake alone")
+			} else {
+				err = er.e.ResumeDestination(ctx, in.Name, d.Name, "bench")
+			}
+			if err != nil {
+				return n, err
+			}
+			n++
 		}
-		if err != nil {
-			return 0, err
-		}
 	}
-	return len(refs), nil
+	return n, nil
 }
 
 // freeAddr returns a loopback address with a free port for a source to

@@ -240,6 +240,7 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 		dest int
 	}
 	var dests []envOf
+	var held []bool // by envs: its destination is paused (wake.go)
 	var dupOf []string
 	for _, p := range recs {
 		r, rec, cfg := p.req, p.req.recs[p.i], p.req.ir.cfg
@@ -283,6 +284,8 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 					Ref: actor.Ref{Type: laneType, ID: dest.ActorID(lane)}, Message: "deliver", Args: deliverArgs{M: p.id},
 				})
 				dests = append(dests, envOf{p, d})
+				_, paused := e.paused.get(destKey(cfg.Name, dest.Name))
+				held = append(held, paused)
 			}
 		}
 		r.out[p.i] = st
@@ -295,7 +298,7 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 		if err != nil {
 			return nil, err
 		}
-		pks = actorPKs
+		pks = wakeable(actorPKs, held)
 		for j, id := range ids {
 			d := dests[j]
 			deliveries = append(deliveries, msgstore.Delivery{MessageID: d.p.id, Destination: d.p.req.ir.cfg.Destinations[d.dest].Name, LaneMessageID: int64(id)})

@@ -18,7 +18,8 @@ import (
 //
 //   - Its lane actors are paused in the runtime (ductus_actors.paused), so
 //     no process runs their turns: messages keep arriving and commit to
-//     the lanes' mailboxes, and nothing reads them, at no cost. A lane
+//     the lanes' mailboxes, and nothing reads them; the intake does not
+//     wake a paused destination's lanes either (wake.go). A lane
 //     actor that does not exist yet (no message has gone to that lane)
 //     has nothing to pause: an Ask of the no-op "hold" creates it first.
 //   - Sends its lanes staged before the pause stay staged: the send

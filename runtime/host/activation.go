@@ -127,6 +127,19 @@ func (c *cache) wakeIdle(pk int64) (*activation, bool) {
 	return a, true
 }
 
+// pkOf finds the cached activation of ref by a scan of the cache (for an
+// operator's call, not the message path).
+func (c *cache) pkOf(ref actor.Ref) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pk, a := range c.byPK {
+		if a.ref == ref && !a.lost {
+			return pk, true
+		}
+	}
+	return 0, false
+}
+
 // park returns an activation that ran out of work to the idle set, unless
 // work arrived meanwhile (then it should run again: returns true).
 func (c *cache) park(a *activation, now time.Time) (again bool) {

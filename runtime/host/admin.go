@@ -122,6 +122,15 @@ func (h *Host) Resume(ctx context.Context, ref actor.Ref) (bool, error) {
 	}
 	ok, err := h.be.ActorPause(ctx, ref, false)
 	if ok {
+		// An activation cached here stays parked through a pause (its
+		// takes found nothing) and the claim scan passes over it (its
+		// lease is this process's): wake it now rather than at the next
+		// poll of the activations held here.
+		if pk, cached := h.cache.pkOf(ref); cached {
+			if a, _ := h.cache.wakeIdle(pk); a != nil {
+				h.schedule(a)
+			}
+		}
 		h.poke(h.wake)
 	}
 	return ok, err

@@ -67,3 +67,39 @@ func TestSignalNamingAHeldActorRunsIt(t *testing.T) {
 		t.Fatalf("the signal naming a held actor cost %d polls for owned work", n)
 	}
 }
+
+// TestResumeRunsAHeldActor: resuming an actor whose activation this process
+// holds runs what arrived during the pause at once, without the poll for
+// owned actors with work (a paused actor's activation stays parked, and
+// the claim scan passes over an actor whose lease is this process's).
+func TestResumeRunsAHeldActor(t *testing.T) {
+	raw := openSQLite(t)
+	be := &signalBackend{Backend: raw}
+	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.PollInterval = time.Hour })
+	ctx := testutil.Context(t)
+	r := tref("paused")
+	if _, err := h.Ask(ctx, r, "add", 1); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.Pause(ctx, r); !ok || err != nil {
+		t.Fatalf("pause: %v %v", ok, err)
+	}
+	id, err := h.Tell(ctx, r, "add", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if st := messageState(t, raw, id); st == store.MessageCompleted {
+		t.Fatal("a paused actor ran its message")
+	}
+	before := be.polls.Load()
+	if ok, err := h.Resume(ctx, r); !ok || err != nil {
+		t.Fatalf("resume: %v %v", ok, err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the message sent while paused", func() bool {
+		return messageState(t, raw, id) == store.MessageCompleted
+	})
+	if n := be.polls.Load() - before; n != 0 {
+		t.Fatalf("the resume cost %d polls for owned work", n)
+	}
+}
