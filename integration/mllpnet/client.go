@@ -37,9 +37,11 @@ var (
 	ErrBadAck = errors.New("mllpnet: the reply is not an ACK")
 	// ErrConnection: dialing, writing or reading failed.
 	ErrConnection = errors.New("mllpnet: connection failed")
-	// ErrDial: the connection could not be made at all (matched along
-	// with ErrConnection): nothing of the message left this side.
-	ErrDial = errors.New("mllpnet: cannot connect")
+	// ErrDial: the connection could not be made at all: nothing of the
+	// message left this side. errors.Is matches ErrConnection for it too,
+	// so its message names one failure, not "connection failed: cannot
+	// connect".
+	ErrDial error = dialError{}
 	// ErrBackoff: a dial is not due yet and ctx ends before it is.
 	ErrBackoff = errors.New("mllpnet: waiting to reconnect")
 	// ErrMessage: the payload cannot be sent at all: not HL7, no MSH-10,
@@ -249,7 +251,7 @@ func (c *Client) dial(ctx context.Context) error {
 	conn, err := c.o.Dial(dctx, "tcp", c.o.Addr)
 	if err != nil {
 		c.failed()
-		return fmt.Errorf("%w: %w to %s: %w (next attempt in %v)", ErrConnection, ErrDial, c.o.Addr, err, c.backoff)
+		return fmt.Errorf("%w to %s: %w (next attempt in %v)", ErrDial, c.o.Addr, err, c.backoff)
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -346,3 +348,11 @@ func (c *Client) Close() error {
 	}
 	return nil
 }
+
+// dialError is ErrDial: a connection failure (ErrConnection) of its own.
+type dialError struct{}
+
+func (dialError) Error() string { return "mllpnet: cannot connect" }
+
+// Is makes errors.Is(err, ErrConnection) hold for a dial failure.
+func (dialError) Is(target error) bool { return target == ErrConnection }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,9 @@ func TestClientReconnectsAfterRestart(t *testing.T) {
 	_, err := c.Send(context.Background(), m[1].raw)
 	if !errors.Is(err, ErrConnection) || !errors.Is(err, ErrDial) || OutcomeOf(Ack{}, err) != Retry {
 		t.Fatalf("with the server down: %v, want a dial error to retry", err)
+	}
+	if want := "mllpnet: cannot connect to " + addr + ": "; !strings.HasPrefix(err.Error(), want) || strings.Count(err.Error(), "mllpnet:") != 1 {
+		t.Fatalf("the dial error reads %q; want it to start %q and name the package once", err, want)
 	}
 	second := startOn(t, listen(t, addr), ackAA, ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
