@@ -33,8 +33,6 @@ const laneType = "ductus.lane"
 type engineRun struct {
 	e   *engine.Engine
 	dir string // the project folder
-	// partitions is the lanes per keyed interface of the generated project.
-	partitions int
 	// be is the engine's backend, for scenarios that fill its tables
 	// straight through the engine store.
 	be ixstore.Backend
@@ -110,7 +108,7 @@ func (r *runner) withEngine(ctx context.Context, files map[string]string, fn fun
 		if err := waitListening(ctx, e, proj, done); err != nil {
 			return err
 		}
-		return fn(&engineRun{e: e, dir: dir, partitions: proj.Engine.Partitions, be: ibe, proj: proj})
+		return fn(&engineRun{e: e, dir: dir, be: ibe, proj: proj})
 	})
 }
 
@@ -197,10 +195,8 @@ func (er *engineRun) lanes(ctx context.Context) ([]actor.Ref, error) {
 // setPaused pauses or resumes every destination of the project, as an
 // operator would (Engine.PauseDestination): its lanes keep accepting
 // messages (the intake's inserts commit) but run no turn and are not
-// woken, so an intake figure measures the intake alone. It returns the
-// destinations it paused or resumed.
-func (er *engineRun) setPaused(ctx context.Context, paused bool) (int, error) {
-	n := 0
+// woken, so an intake figure measures the intake alone.
+func (er *engineRun) setPaused(ctx context.Context, paused bool) error {
 	for _, in := range er.proj.Interfaces {
 		for _, d := range in.Destinations {
 			var err error
@@ -210,12 +206,11 @@ func (er *engineRun) setPaused(ctx context.Context, paused bool) (int, error) {
 				err = er.e.ResumeDestination(ctx, in.Name, d.Name, "bench")
 			}
 			if err != nil {
-				return n, err
+				return err
 			}
-			n++
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // freeAddr returns a loopback address with a free port for a source to

@@ -182,7 +182,7 @@ func fillMessages(ctx context.Context, er *engineRun, name string, n, mrns, batc
 			typ := f.types[i%len(f.types)]
 			m := ixstore.Message{
 				ID: id.String(), Interface: name, ReceivedAt: time.Now().UTC(), Status: "pending",
-				Key: mrn(k), Lane: int(k) % er.partitions, DedupeKey: controlID(i), Type: typ,
+				Key: mrn(k), Lane: int(k) % er.proj.Engine.Partitions, DedupeKey: controlID(i), Type: typ,
 				Payload: fmt.Appendf(nil, "MSH|^~\\&|ADT|GHH|EMR|GHH|20240305101112||%s|%s|P|2.5.1\rPID|1||%s^^^GHH^MR||DOE^JANE\r",
 					typ, controlID(i), mrn(k)),
 			}

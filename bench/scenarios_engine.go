@@ -74,7 +74,7 @@ func mllpDest(name, addr string) string {
 // the timed part should not pay for first connections, compiled scripts
 // or cold caches.
 func (er *engineRun) warm(ctx context.Context, r *runner, addr string, msgs [][]byte, dests int) error {
-	want := er.partitions * dests
+	want := er.proj.Engine.Partitions * dests
 	for round := 0; round < 20; round++ {
 		if _, err := mllpLoad(ctx, addr, 4, msgs, r.n(200, 30), nil); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
@@ -128,7 +128,7 @@ func mllpIngest(conns int, draining bool) func(ctx context.Context, r *runner) e
 				return err
 			}
 			if !draining {
-				if _, err := er.setPaused(ctx, true); err != nil {
+				if err := er.setPaused(ctx, true); err != nil {
 					return err
 				}
 			}
@@ -175,7 +175,7 @@ func passthroughDrain(ctx context.Context, r *runner) error {
 		if err := er.warm(ctx, r, addr, msgs, 1); err != nil {
 			return err
 		}
-		if _, err := er.setPaused(ctx, true); err != nil {
+		if err := er.setPaused(ctx, true); err != nil {
 			return err
 		}
 		if _, err := mllpLoad(ctx, addr, 4, msgs, n, nil); err != nil {
@@ -183,7 +183,7 @@ func passthroughDrain(ctx context.Context, r *runner) error {
 		}
 		target := er.received()
 		start := time.Now()
-		if _, err := er.setPaused(ctx, false); err != nil {
+		if err := er.setPaused(ctx, false); err != nil {
 			return err
 		}
 		if err := waitFor(ctx, "passthrough deliveries", target, er.sent); err != nil {
@@ -276,7 +276,7 @@ func fileIngestCSV(ctx context.Context, r *runner) error {
 		if err := waitFor(ctx, "warm-up rows delivered", warm, er.sent); err != nil {
 			return err
 		}
-		if _, err := er.setPaused(ctx, true); err != nil {
+		if err := er.setPaused(ctx, true); err != nil {
 			return err
 		}
 		before := er.received()

@@ -14,7 +14,8 @@
 // reinstalling the previous binary (which ignores newer files it does not
 // know). An index no query needs may go (0006 drops one and narrows two to
 // the rows a lookup can find): an index changes a plan, never an answer,
-// and a unique one keeps its rule wherever it still applies. Every file opens with a header of two comment lines:
+// and a unique one keeps its rule wherever it still applies. Every file
+// opens with a header of two comment lines:
 //
 //	-- Upgrade: what the file does
 //	-- Heavy: each existing table it rewrites or scans, or "none"

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/ductus/ductus/internal/testutil"
 	"github.com/ductus/ductus/internal/testutil/dbtest"
 	"github.com/ductus/ductus/runtime/store"
 	"github.com/ductus/ductus/runtime/store/storetest"
@@ -60,7 +61,7 @@ func TestConformance(t *testing.T) {
 // engine migration must apply again over its own result. Forgetting every
 // recorded file and migrating again re-runs them all.
 func TestEngineMigrationsRunAgain(t *testing.T) {
-	ctx := context.Background()
+	ctx := testutil.Context(t)
 	b := openBackend(t, Config{})
 	ix := b.EngineStore()
 	if err := ix.SchemaMigrate(ctx); err != nil {

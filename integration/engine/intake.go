@@ -240,7 +240,6 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 		dest int
 	}
 	var dests []envOf
-	var held []bool // by envs: its destination is paused (wake.go)
 	var dupOf []string
 	for _, p := range recs {
 		r, rec, cfg := p.req, p.req.recs[p.i], p.req.ir.cfg
@@ -284,8 +283,6 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 					Ref: actor.Ref{Type: laneType, ID: dest.ActorID(lane)}, Message: "deliver", Args: deliverArgs{M: p.id},
 				})
 				dests = append(dests, envOf{p, d})
-				_, paused := e.paused.get(destKey(cfg.Name, dest.Name))
-				held = append(held, paused)
 			}
 		}
 		r.out[p.i] = st
@@ -298,7 +295,15 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 		if err != nil {
 			return nil, err
 		}
-		pks = wakeable(actorPKs, held)
+		pks = actorPKs
+		if e.paused.any() {
+			held := make([]bool, len(dests)) // by lane message: its destination is paused (wake.go)
+			for j, d := range dests {
+				cfg := d.p.req.ir.cfg
+				_, held[j] = e.paused.get(destKey(cfg.Name, cfg.Destinations[d.dest].Name))
+			}
+			pks = wakeable(actorPKs, held)
+		}
 		for j, id := range ids {
 			d := dests[j]
 			deliveries = append(deliveries, msgstore.Delivery{MessageID: d.p.id, Destination: d.p.req.ir.cfg.Destinations[d.dest].Name, LaneMessageID: int64(id)})

@@ -58,6 +58,14 @@ func (p *pauses) get(key string) (ixstore.Pause, bool) {
 	return v, ok
 }
 
+// any reports whether some destination is paused (the intake looks its
+// destinations up only then).
+func (p *pauses) any() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.m) > 0
+}
+
 // set replaces every pause with all.
 func (p *pauses) set(all []ixstore.Pause) {
 	m := make(map[string]ixstore.Pause, len(all))

@@ -34,18 +34,27 @@ func (s *signalBackend) LeaseOwnedDue(ctx context.Context, owner string) ([]stor
 	return s.Backend.LeaseOwnedDue(ctx, owner)
 }
 
+// heldActor starts a host over a backend that counts the polls for owned
+// actors with work, polling only once an hour (so nothing but the path a
+// test takes runs a held actor), and has it hold actor id's activation:
+// one Ask ran it.
+func heldActor(t *testing.T, id string) (*Host, *signalBackend, actor.Ref) {
+	t.Helper()
+	be := &signalBackend{Backend: openSQLite(t)}
+	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.PollInterval = time.Hour })
+	r := tref(id)
+	if _, err := h.Ask(testutil.Context(t), r, "add", 1); err != nil {
+		t.Fatal(err)
+	}
+	return h, be, r
+}
+
 // TestSignalNamingAHeldActorRunsIt: a work signal that names an actor this
 // process holds runs it at once, without the poll for owned actors with
 // work (the query an Ask from another process used to wait for).
 func TestSignalNamingAHeldActorRunsIt(t *testing.T) {
-	raw := openSQLite(t)
-	be := &signalBackend{Backend: raw}
-	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.PollInterval = time.Hour })
-	ctx := testutil.Context(t)
-	r := tref("held")
-	if _, err := h.Ask(ctx, r, "add", 1); err != nil {
-		t.Fatal(err)
-	}
+	_, be, r := heldActor(t, "held")
+	raw, ctx := be.Backend, testutil.Context(t)
 	// Another process's enqueue: straight to the store, no local wake-up.
 	res, err := raw.MailboxEnqueue(ctx, nil, &store.MailboxEnqueueParams{Messages: []store.NewMessage{{Ref: r, Name: "add", Args: []byte("1")}}})
 	if err != nil {
@@ -73,14 +82,8 @@ func TestSignalNamingAHeldActorRunsIt(t *testing.T) {
 // owned actors with work (a paused actor's activation stays parked, and
 // the claim scan passes over an actor whose lease is this process's).
 func TestResumeRunsAHeldActor(t *testing.T) {
-	raw := openSQLite(t)
-	be := &signalBackend{Backend: raw}
-	h := startHost(t, be, tallyRegistry(&testHooks{}), func(c *Config) { c.PollInterval = time.Hour })
-	ctx := testutil.Context(t)
-	r := tref("paused")
-	if _, err := h.Ask(ctx, r, "add", 1); err != nil {
-		t.Fatal(err)
-	}
+	h, be, r := heldActor(t, "paused")
+	raw, ctx := be.Backend, testutil.Context(t)
 	if ok, err := h.Pause(ctx, r); !ok || err != nil {
 		t.Fatalf("pause: %v %v", ok, err)
 	}
