@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ductus/ductus/adapters/internal/sqlrow"
 	"github.com/ductus/ductus/integration/ixstore"
 	"github.com/ductus/ductus/runtime/store"
@@ -22,7 +20,7 @@ func (s engineStore) TokenInsert(ctx context.Context, p *ixstore.TokenInsertPara
 	if err != nil {
 		return err
 	}
-	return s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	return s.engineTx(ctx, nil, func(tx querier) error {
 		_, err := tx.Exec(ctx, Rebind(sqlrow.IXTokenInsert), args...)
 		return classify("insert a token", err)
 	})
@@ -35,7 +33,7 @@ func (s engineStore) TokenRevoke(ctx context.Context, p *ixstore.TokenRevokePara
 		return false, err
 	}
 	var n int64
-	err = s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.engineTx(ctx, nil, func(tx querier) error {
 		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXTokenRevoke), args...)
 		n = tag.RowsAffected()
 		return classify("revoke a token", err)
@@ -49,7 +47,7 @@ func (s engineStore) AuditInsert(ctx context.Context, outer store.Tx, p *ixstore
 	if err != nil {
 		return err
 	}
-	return s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	return s.engineTx(ctx, outer, func(tx querier) error {
 		_, err := tx.Exec(ctx, Rebind(sqlrow.IXAuditInsert), args...)
 		return classify("write an audit row", err)
 	})

@@ -35,7 +35,7 @@ func (s engineStore) UserUpdate(ctx context.Context, p *ixstore.UserUpdateParams
 		return false, err
 	}
 	var n int64
-	err = s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.engineTx(ctx, nil, func(tx querier) error {
 		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXUserUpdate), args...)
 		if n = tag.RowsAffected(); err != nil || n == 0 || !p.Disabled {
 			return classify("update an account", err)
@@ -53,7 +53,7 @@ func (s engineStore) UserSetPassword(ctx context.Context, p *ixstore.UserSetPass
 		return false, err
 	}
 	var n int64
-	err = s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.engineTx(ctx, nil, func(tx querier) error {
 		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXUserSetPassword), set...)
 		if n = tag.RowsAffected(); err != nil || n == 0 {
 			return classify("set a password", err)
@@ -72,7 +72,7 @@ func (s engineStore) UserLoginFailed(ctx context.Context, p *ixstore.UserLoginFa
 		return false, err
 	}
 	locked := false
-	err = s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.engineTx(ctx, nil, func(tx querier) error {
 		var count int
 		err := tx.QueryRow(ctx, Rebind(sqlrow.IXUserLoginFailed+` RETURNING failed_logins`), args...).Scan(&count)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -132,7 +132,7 @@ func (s engineStore) SessionPrune(ctx context.Context, p *ixstore.SessionPrunePa
 // own and returns the rows it changed.
 func (s engineStore) writeOne(ctx context.Context, op, query string, args ...any) (int64, error) {
 	var n int64
-	err := s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, nil, func(tx querier) error {
 		tag, err := tx.Exec(ctx, Rebind(query), args...)
 		n = tag.RowsAffected()
 		return classify(op, err)

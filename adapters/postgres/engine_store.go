@@ -36,7 +36,7 @@ func (b *Backend) EngineStore() ixstore.Store { return engineStore{b, b.readSide
 
 // engineTx runs fn in the caller's transaction, or in one of its own
 // (begun as Backend.Begin begins) when outer is nil.
-func (s engineStore) engineTx(ctx context.Context, outer store.Tx, fn func(tx pgx.Tx) error) error {
+func (s engineStore) engineTx(ctx context.Context, outer store.Tx, fn func(tx querier) error) error {
 	if outer != nil {
 		tx, err := outerTx(outer)
 		if err != nil {
@@ -49,7 +49,7 @@ func (s engineStore) engineTx(ctx context.Context, outer store.Tx, fn func(tx pg
 		return err
 	}
 	defer own.Rollback(context.WithoutCancel(ctx))
-	if err := fn(own.(*callerTx).tx); err != nil {
+	if err := fn(own.(*callerTx)); err != nil {
 		return err
 	}
 	return own.Commit(ctx)
@@ -83,14 +83,14 @@ func (s engineStore) MessageInsert(ctx context.Context, outer store.Tx, p *ixsto
 	for _, st := range sts {
 		bt.exec("insert interface messages", Rebind(st.SQL), st.Args...)
 	}
-	return s.engineTx(ctx, outer, func(tx pgx.Tx) error { return bt.run(ctx, tx) })
+	return s.engineTx(ctx, outer, func(tx querier) error { return bt.run(ctx, tx) })
 }
 
 // MessageByOrigin implements ixstore.Store.
 func (s engineStore) MessageByOrigin(ctx context.Context, outer store.Tx, p *ixstore.MessageByOriginParams) (string, bool, error) {
 	var id string
 	found := false
-	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, outer, func(tx querier) error {
 		err := tx.QueryRow(ctx, Rebind(sqlrow.IXByOrigin), p.Interface, p.Origin).Scan(&id)
 		found = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -104,7 +104,7 @@ func (s engineStore) MessageByOrigin(ctx context.Context, outer store.Tx, p *ixs
 // MessageACKs implements ixstore.Store.
 func (s engineStore) MessageACKs(ctx context.Context, outer store.Tx, p *ixstore.MessageACKsParams) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, outer, func(tx querier) error {
 		for _, st := range sqlrow.IXACKReads(p.IDs) {
 			if err := queryPairs(ctx, tx, "read ACKs", st, out); err != nil {
 				return err
@@ -116,7 +116,7 @@ func (s engineStore) MessageACKs(ctx context.Context, outer store.Tx, p *ixstore
 }
 
 // queryPairs runs st in tx and reads its (key, value) rows into into.
-func queryPairs[V string | []byte](ctx context.Context, tx pgx.Tx, op string, st sqlrow.Statement, into map[string]V) error {
+func queryPairs[V string | []byte](ctx context.Context, tx querier, op string, st sqlrow.Statement, into map[string]V) error {
 	rows, err := tx.Query(ctx, Rebind(st.SQL), st.Args...)
 	if err != nil {
 		return classify(op, err)
@@ -136,7 +136,7 @@ func (s engineStore) DedupeClaim(ctx context.Context, outer store.Tx, p *ixstore
 		return nil, fmt.Errorf("%w: DedupeClaim needs the intake's transaction", actor.ErrInvalidArguments)
 	}
 	out := make(map[string]string, len(p.Keys))
-	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, outer, func(tx querier) error {
 		for _, c := range sqlrow.IXClaims(p) {
 			q := c.Insert.SQL + ` ON CONFLICT (interface, dedupe_key) DO UPDATE SET message_id = excluded.message_id, seen_at = excluded.seen_at
 				WHERE ductus_ix_dedupe.seen_at < ?`
@@ -165,7 +165,7 @@ func (s engineStore) DedupePrune(ctx context.Context, p *ixstore.DedupePrunePara
 	}
 	var n int64
 	cutoff := p.Before.UnixMicro()
-	err := s.engineTx(ctx, nil, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, nil, func(tx querier) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM ductus_ix_dedupe WHERE interface = $1 AND seen_at < $2 AND dedupe_key IN
 			(SELECT dedupe_key FROM ductus_ix_dedupe WHERE interface = $3 AND seen_at < $4 ORDER BY seen_at LIMIT $5)`,
 			p.Interface, cutoff, p.Interface, cutoff, p.Limit)
@@ -177,7 +177,7 @@ func (s engineStore) DedupePrune(ctx context.Context, p *ixstore.DedupePrunePara
 
 // SourceStatePut implements ixstore.Store.
 func (s engineStore) SourceStatePut(ctx context.Context, outer store.Tx, p *ixstore.SourceStatePutParams) error {
-	return s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	return s.engineTx(ctx, outer, func(tx querier) error {
 		if p.Value == nil {
 			_, err := tx.Exec(ctx, Rebind(sqlrow.IXStateDelete), p.Interface, p.Key)
 			return classify("delete source state", err)
@@ -208,7 +208,7 @@ func (s engineStore) SourceStateGet(ctx context.Context, p *ixstore.SourceStateG
 // DeliveryRelink implements ixstore.Store.
 func (s engineStore) DeliveryRelink(ctx context.Context, outer store.Tx, p *ixstore.DeliveryRelinkParams) (bool, error) {
 	var n int64
-	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, outer, func(tx querier) error {
 		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXDeliveryRelink), p.To, p.MessageID, p.Destination, p.From)
 		n = tag.RowsAffected()
 		return classify("relink a delivery", err)
@@ -219,7 +219,7 @@ func (s engineStore) DeliveryRelink(ctx context.Context, outer store.Tx, p *ixst
 // DeliveryDismiss implements ixstore.Store.
 func (s engineStore) DeliveryDismiss(ctx context.Context, outer store.Tx, p *ixstore.DeliveryDismissParams) (bool, error) {
 	var n int64
-	err := s.engineTx(ctx, outer, func(tx pgx.Tx) error {
+	err := s.engineTx(ctx, outer, func(tx querier) error {
 		tag, err := tx.Exec(ctx, Rebind(sqlrow.IXDeliveryDismiss), sqlrow.IXDeliveryDismissArgs(p)...)
 		n = tag.RowsAffected()
 		return classify("dismiss a delivery", err)

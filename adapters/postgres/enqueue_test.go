@@ -151,34 +151,23 @@ func TestEnqueueShapes(t *testing.T) {
 	}
 }
 
-// TestCallerTransaction: Relaxed turns synchronous_commit off for that
-// transaction only, the caller's statements keep the server's plan choice,
-// ? placeholders work (Rebind), and the adapter's reads run outside any
-// transaction with the server's plan choice.
+// TestCallerTransaction: ? placeholders work in a caller's transaction
+// (Rebind), and the adapter's reads run outside any transaction with the
+// server's plan choice. (tx_test.go covers how the transaction begins.)
 func TestCallerTransaction(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
 	ctx := testutil.Context(t)
-	for _, relaxed := range []bool{false, true} {
-		tx, err := b.Begin(ctx, store.TxOptions{Relaxed: relaxed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ptx := tx.(*callerTx).tx
-		var sync, mode string
-		if err := ptx.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('plan_cache_mode')`).Scan(&sync, &mode); err != nil {
-			t.Fatal(err)
-		}
-		if (sync == "off") != relaxed || mode != "auto" {
-			t.Fatalf("relaxed=%v: synchronous_commit %s, plan_cache_mode %s", relaxed, sync, mode)
-		}
-		var n int
-		if err := ptx.QueryRow(ctx, Rebind(`SELECT ? + ?::int, '?'`), 2, 3).Scan(&n, new(string)); err != nil || n != 5 {
-			t.Fatalf("placeholders: %d, %v", n, err)
-		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
+	tx, err := b.Begin(ctx, store.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.(*callerTx).QueryRow(ctx, Rebind(`SELECT ? + ?::int, '?'`), 2, 3).Scan(&n, new(string)); err != nil || n != 5 {
+		t.Fatalf("placeholders: %d, %v", n, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
 	}
 	rows, err := b.read(ctx, `SELECT current_setting('plan_cache_mode'), ?::int`, 7)
 	if err != nil {
@@ -186,7 +175,6 @@ func TestCallerTransaction(t *testing.T) {
 	}
 	defer rows.Close()
 	var mode string
-	var n int
 	if !rows.Next() || rows.Scan(&mode, &n) != nil || mode != "auto" || n != 7 {
 		t.Fatalf("read: %s %d %v", mode, n, rows.Err())
 	}

@@ -232,18 +232,19 @@ func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 	return t, nil
 }
 
-// Begin implements store.Backend. Relaxed commits use
-// synchronous_commit = off, sent with BEGIN in the same round trip.
+// Begin implements store.Backend: it takes a connection; BEGIN goes with
+// the transaction's first statement (callerTx). Relaxed commits use
+// synchronous_commit = off, set in the same round trip.
 func (b *Backend) Begin(ctx context.Context, opts store.TxOptions) (store.Tx, error) {
-	to := pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL plan_cache_mode = auto"}
-	if opts.Relaxed {
-		to.BeginQuery += "; SET LOCAL synchronous_commit = off"
-	}
-	tx, err := b.pool.BeginTx(ctx, to)
+	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
 		return nil, classify("begin", err)
 	}
-	return &callerTx{tx: tx}, nil
+	begin := []string{"BEGIN", "SET LOCAL plan_cache_mode = auto"}
+	if opts.Relaxed {
+		begin = append(begin, "SET LOCAL synchronous_commit = off")
+	}
+	return &callerTx{conn: conn, begin: begin}, nil
 }
 
 // read runs a read-only query with ? placeholders on a pooled connection,
@@ -424,16 +425,16 @@ func (b *Backend) txn(ctx context.Context, fn func(t *txn) error) error {
 	return err
 }
 
-// outerTx returns the pgx transaction of a caller's store.Tx.
-func outerTx(t store.Tx) (pgx.Tx, error) {
+// outerTx returns the adapter's side of a caller's store.Tx.
+func outerTx(t store.Tx) (*callerTx, error) {
 	ct, ok := t.(*callerTx)
 	if !ok {
 		return nil, errors.New("postgres: the transaction does not belong to this backend")
 	}
 	if ct.done {
-		return nil, errors.New("postgres: the transaction has ended")
+		return nil, errEnded
 	}
-	return ct.tx, nil
+	return ct, nil
 }
 
 // The adapter's own SQLSTATEs, raised by ductus_raise.

@@ -7,44 +7,186 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ductus/ductus/runtime/store"
 )
 
 // callerTx is a store.Tx the caller drives (Backend.Begin); the adapter's
-// methods that take a store.Tx run their statements on its pgx.Tx (see
-// outerTx).
+// methods that take a store.Tx run their statements on it (see outerTx).
+//
+// BEGIN is sent lazily, in front of the transaction's first statement: a
+// batch carries it in the same round trip (the engine's intake starts with
+// one), an Exec or QueryRow pipelines it with the statement, and only a
+// Query pays a round trip of its own for it. A transaction that runs
+// nothing sends nothing. So the intake's transaction costs three round
+// trips (its rows, its enqueue, COMMIT), not four.
 type callerTx struct {
-	tx   pgx.Tx
-	done bool
+	conn  *pgxpool.Conn
+	begin []string // BEGIN and the transaction's SET LOCALs
+	begun bool
+	done  bool
 }
 
-var _ store.Tx = (*callerTx)(nil)
+var (
+	_ store.Tx = (*callerTx)(nil)
+	_ querier  = (*callerTx)(nil)
+)
+
+// querier is what the engine store's statements run on: a caller's
+// transaction, or a pgx transaction or connection.
+type querier interface {
+	sender
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// errEnded is the error of a statement run on a finished transaction.
+var errEnded = errors.New("postgres: the transaction has ended")
+
+// withBegin returns b with the transaction's opening statements in front
+// when they have not been sent yet (they are now: the caller sends b), and
+// how many results belong to them.
+func (t *callerTx) withBegin(b *pgx.Batch) (*pgx.Batch, int) {
+	if t.begun {
+		return b, 0
+	}
+	t.begun = true
+	qs := make([]*pgx.QueuedQuery, 0, len(t.begin)+len(b.QueuedQueries))
+	for _, q := range t.begin {
+		qs = append(qs, &pgx.QueuedQuery{SQL: q})
+	}
+	b.QueuedQueries = append(qs, b.QueuedQueries...)
+	return b, len(t.begin)
+}
+
+// SendBatch implements sender. A failed BEGIN fails the statements after
+// it too, so its own result is not read out.
+func (t *callerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.done {
+		return errResults{errEnded}
+	}
+	b, n := t.withBegin(b)
+	br := t.conn.SendBatch(ctx, b)
+	for range n {
+		_, _ = br.Exec()
+	}
+	return br
+}
+
+// Exec runs one statement, with BEGIN in front of it when it is the first.
+func (t *callerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.done {
+		return pgconn.CommandTag{}, errEnded
+	}
+	if t.begun {
+		return t.conn.Exec(ctx, sql, args...)
+	}
+	var b pgx.Batch
+	b.Queue(sql, args...)
+	br := t.SendBatch(ctx, &b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// QueryRow runs one query for a row, with BEGIN in front of it when it is
+// the first.
+func (t *callerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.done {
+		return errRow{errEnded}
+	}
+	if t.begun {
+		return t.conn.QueryRow(ctx, sql, args...)
+	}
+	var b pgx.Batch
+	b.Queue(sql, args...)
+	br := t.SendBatch(ctx, &b)
+	return batchRow{br.QueryRow(), br}
+}
+
+// Query runs a query. The first statement of a transaction sends BEGIN
+// on its own first: rows read from a batch would hold the batch open
+// until whoever reads them closes them.
+func (t *callerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.done {
+		return nil, errEnded
+	}
+	if !t.begun {
+		t.begun = true
+		if _, err := t.conn.Exec(ctx, strings.Join(t.begin, "; ")); err != nil {
+			return nil, err
+		}
+	}
+	return t.conn.Query(ctx, sql, args...)
+}
 
 // Commit commits. A transaction PostgreSQL has aborted (a statement in it
 // failed) cannot commit: Commit rolls it back and returns an error.
 func (t *callerTx) Commit(ctx context.Context) error {
 	if t.done {
-		return errors.New("postgres: the transaction has ended")
+		return errEnded
 	}
 	t.done = true
-	if err := t.tx.Commit(ctx); err != nil {
-		return classify("commit", err)
+	defer t.conn.Release()
+	if !t.begun {
+		return nil
 	}
-	return nil
+	tag, err := t.conn.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback
+	}
+	return classify("commit", err)
 }
 
 // Rollback rolls back; rolling back a finished transaction is not an error.
+// A connection left inside a transaction (the ROLLBACK failed) is closed
+// by the pool when it is released.
 func (t *callerTx) Rollback(ctx context.Context) error {
 	if t.done {
 		return nil
 	}
 	t.done = true
-	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+	defer t.conn.Release()
+	if !t.begun || t.conn.Conn().IsClosed() || t.conn.Conn().PgConn().TxStatus() == 'I' {
+		return nil
+	}
+	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
 		return classify("rollback", err)
 	}
 	return nil
 }
+
+// batchRow is the row of a one-query batch; reading it closes the batch.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// errRow and errResults are a row and batch results that only fail.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type errResults struct{ err error }
+
+func (r errResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, r.err }
+func (r errResults) Query() (pgx.Rows, error)         { return nil, r.err }
+func (r errResults) QueryRow() pgx.Row                { return errRow(r) }
+func (r errResults) Close() error                     { return r.err }
+func (r errResults) Tx() pgx.Tx                       { return nil }
 
 // callerRows are the rows of a read (Backend.read) on a pooled
 // connection; done, when set, releases what the rows came from.
