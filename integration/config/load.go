@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	"gopkg.in/yaml.v3"
 )
 
@@ -181,42 +183,70 @@ func (l *loader) readInterfaces(eng Engine, conns map[string]*Connection, haveRe
 		}
 		return nil
 	}
+	// Each interface is read on its own (its files, its YAML) with its own
+	// problem list, several at a time: a site of a thousand interfaces is
+	// a few thousand small files, and reading them is mostly system calls.
+	// Problems are sorted at the end, so the order they are found in does
+	// not matter.
+	type result struct {
+		info  *ifaceInfo
+		probs problems
+	}
+	results := make([]result, len(entries))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, e := range entries {
+		g.Go(func() error {
+			results[i].info = l.readInterfaceDir(e.Name(), &results[i].probs, eng, conns, haveResources)
+			return nil
+		})
+	}
+	_ = g.Wait()
 	var infos []*ifaceInfo
-	for _, e := range entries {
-		name := e.Name()
-		dir := filepath.Join(l.dir, interfacesDir, name)
-		if strings.HasPrefix(name, ".") {
-			continue
+	for _, r := range results {
+		l.probs.list = append(l.probs.list, r.probs.list...)
+		if r.info != nil {
+			infos = append(infos, r.info)
 		}
-		// Follow symbolic links: an interface may be linked in from elsewhere.
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			continue // README files and the like
-		}
-		rel := interfacesDir + "/" + name
-		if msg := checkName(name); msg != "" {
-			l.probs.addf(rel, 0, 0, "", "interface folder %s", msg)
-			continue
-		}
-		d := &doc{file: rel + "/" + interfaceFile, probs: l.probs, sub: l.sub}
-		data, err := os.ReadFile(filepath.Join(dir, interfaceFile))
-		if err != nil {
-			msg := "no interface.yaml in this folder (every folder under interfaces/ is an interface)"
-			if fileExists(filepath.Join(dir, "interface.yml")) {
-				msg = "no interface.yaml in this folder (found interface.yml: rename it to interface.yaml)"
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				msg = fmt.Sprintf("cannot read interface.yaml: %v", err)
-			}
-			l.probs.addf(rel, 0, 0, "", "%s", msg)
-			continue
-		}
-		root, ok := d.parse(data)
-		if !ok {
-			continue
-		}
-		infos = append(infos, readInterface(d, root, name, dir, l.dir, eng, conns, haveResources))
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].in.Name < infos[j].in.Name })
 	return infos
+}
+
+// readInterfaceDir reads the interface in interfaces/name, adding what is
+// wrong with it to probs; nil when the folder is not an interface or its
+// interface.yaml cannot be read or parsed.
+func (l *loader) readInterfaceDir(name string, probs *problems, eng Engine, conns map[string]*Connection, haveResources bool) *ifaceInfo {
+	dir := filepath.Join(l.dir, interfacesDir, name)
+	if strings.HasPrefix(name, ".") {
+		return nil
+	}
+	// Follow symbolic links: an interface may be linked in from elsewhere.
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil // README files and the like
+	}
+	rel := interfacesDir + "/" + name
+	if msg := checkName(name); msg != "" {
+		probs.addf(rel, 0, 0, "", "interface folder %s", msg)
+		return nil
+	}
+	d := &doc{file: rel + "/" + interfaceFile, probs: probs, sub: l.sub}
+	data, err := os.ReadFile(filepath.Join(dir, interfaceFile))
+	if err != nil {
+		msg := "no interface.yaml in this folder (every folder under interfaces/ is an interface)"
+		if fileExists(filepath.Join(dir, "interface.yml")) {
+			msg = "no interface.yaml in this folder (found interface.yml: rename it to interface.yaml)"
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("cannot read interface.yaml: %v", err)
+		}
+		probs.addf(rel, 0, 0, "", "%s", msg)
+		return nil
+	}
+	root, ok := d.parse(data)
+	if !ok {
+		return nil
+	}
+	return readInterface(d, root, name, dir, l.dir, eng, conns, haveResources)
 }
 
 // readSecrets loads the secrets file: a JSON object of names to strings.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -15,14 +16,25 @@ import (
 // rename) under the destination's folder by its name template.
 type fileSender struct{ dest *config.Destination }
 
-func newFileSender(d *config.Destination) (sender, error) {
-	// The folder is made at start so a project's out/ folders work out of
-	// the box; a folder that disappears later (an unmounted share) is a
-	// transient failure, retried.
-	if err := os.MkdirAll(d.File.Path, 0o755); err != nil {
-		return nil, fmt.Errorf("the destination folder: %w", err)
+func newFileSender(d *config.Destination) sender { return &fileSender{dest: d} }
+
+// makeFolders makes every file destination's folder (Engine.New, beside
+// loading the scripts), so a project's out/ folders work out of the box.
+// A folder that disappears later (an unmounted share) is a transient
+// failure of the send, retried.
+func makeFolders(ifaces []*config.Interface) error {
+	var errs []error
+	for _, in := range ifaces {
+		for _, d := range in.Destinations {
+			if d.Type != config.DestFile {
+				continue
+			}
+			if err := os.MkdirAll(d.File.Path, 0o755); err != nil {
+				errs = append(errs, fmt.Errorf("interface %s destination %s: the destination folder: %w", in.Name, d.Name, err))
+			}
+		}
 	}
-	return &fileSender{dest: d}, nil
+	return errors.Join(errs...)
 }
 
 func (f *fileSender) send(ctx context.Context, _ host.EffectContext, a sendArgs) error {

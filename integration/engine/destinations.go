@@ -39,7 +39,7 @@ func (e *Engine) effects() (map[string]host.Effect, error) {
 			case config.DestMLLP:
 				s, err = e.newMLLPSender(d)
 			case config.DestFile:
-				s, err = newFileSender(d)
+				s = newFileSender(d)
 			case config.DestInterface:
 				s = &routeSender{e: e, dest: d}
 			default:

@@ -178,22 +178,23 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 			e.stats[destKey(in.Name, d.Name)] = &destStats{}
 		}
 	}
-	if err := e.loadScripts(ctx); err != nil {
+	// The scripts, the database and the file destinations' folders do not
+	// depend on each other, and only the scripts are CPU in this process
+	// (V8): the migrations wait on the database, the folders on the file
+	// system. So the three are done at once, and every failure is
+	// reported. (Starting 1,001 interfaces on the 2-core machine, the
+	// folders were 0.2 to 1.3 s of system time, as the disk allowed, and
+	// a new PostgreSQL database's migrations about 0.6 s, each after the
+	// scripts.)
+	var dbErr, dirErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { dbErr = e.openDatabase(ctx, opts) })
+	wg.Go(func() { dirErr = makeFolders(proj.Interfaces) })
+	err := e.loadScripts(ctx)
+	wg.Wait()
+	if err = errors.Join(err, dbErr, dirErr); err != nil {
+		e.Close()
 		return nil, err
-	}
-	e.be = opts.Backend
-	if e.be != nil {
-		if err := migrate(ctx, e.be); err != nil {
-			e.scripts.Close()
-			return nil, err
-		}
-	} else {
-		be, err := OpenDatabase(ctx, proj.Engine.Database, e.log)
-		if err != nil {
-			e.scripts.Close()
-			return nil, err
-		}
-		e.be, e.ownBE = be, true
 	}
 	e.ms = msgstore.New(e.be)
 	e.access = access.New(e.be.EngineStore(), access.Policy{})
@@ -204,6 +205,23 @@ func New(ctx context.Context, proj *config.Project, opts Options) (*Engine, erro
 	return e, nil
 }
 
+// openDatabase migrates the caller's backend, or opens (and migrates) the
+// project's database, which the engine then owns.
+func (e *Engine) openDatabase(ctx context.Context, opts Options) error {
+	if opts.Backend != nil {
+		e.be = opts.Backend
+		return migrate(ctx, e.be)
+	}
+	be, err := OpenDatabase(ctx, e.proj.Engine.Database, e.log)
+	if err != nil {
+		return err
+	}
+	e.be, e.ownBE = be, true
+	return nil
+}
+
+// loadScripts starts the script host and loads every interface's scripts
+// into it.
 func (e *Engine) loadScripts(ctx context.Context) error {
 	lim := e.proj.Engine.Script
 	sh, err := script.NewHost(script.Config{
@@ -230,11 +248,7 @@ func (e *Engine) loadScripts(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
-	if err := errors.Join(errs...); err != nil {
-		sh.Close()
-		return err
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // loadInterface reads an interface's scripts from its folder and loads

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,5 +66,27 @@ func TestEveryBrokenInterfaceIsReported(t *testing.T) {
 		if strings.Contains(msg, ok+"/") || strings.Contains(msg, "interface "+ok) {
 			t.Errorf("error %q names %s, which is fine", msg, ok)
 		}
+	}
+}
+
+// TestStartReportsScriptsAndFolders: the scripts and the destinations'
+// folders are prepared at once, and a start that fails in both reports
+// both: a broken script and a folder that cannot be made (its parent is a
+// file).
+func TestStartReportsScriptsAndFolders(t *testing.T) {
+	proj := project(t, loadProject(t, 6, map[int]string{2: "function transform(msg) { return msg;\n"}))
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proj.Interfaces[4].Destinations[0].File.Path = filepath.Join(blocker, "out")
+	e, err := New(context.Background(), proj, Options{Backend: testBackend(t), Logger: testutil.Logger()})
+	if err == nil {
+		e.Close()
+		t.Fatal("New started a project with a broken script and a folder it cannot make")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "i02") || !strings.Contains(msg, "interface i04 destination out: the destination folder") {
+		t.Fatalf("error %q: want i02's script and i04's folder", msg)
 	}
 }
