@@ -46,9 +46,10 @@ type querier interface {
 // errEnded is the error of a statement run on a finished transaction.
 var errEnded = errors.New("postgres: the transaction has ended")
 
-// withBegin returns b with the transaction's opening statements in front
-// when they have not been sent yet (they are now: the caller sends b), and
-// how many results belong to them.
+// withBegin returns b, or when the transaction's opening statements have
+// not been sent yet (they are now: the caller sends the result) a copy of
+// b with them in front, and how many results belong to them. b itself is
+// left as it was, so a caller may send it again.
 func (t *callerTx) withBegin(b *pgx.Batch) (*pgx.Batch, int) {
 	if t.begun {
 		return b, 0
@@ -58,8 +59,7 @@ func (t *callerTx) withBegin(b *pgx.Batch) (*pgx.Batch, int) {
 	for _, q := range t.begin {
 		qs = append(qs, &pgx.QueuedQuery{SQL: q})
 	}
-	b.QueuedQueries = append(qs, b.QueuedQueries...)
-	return b, len(t.begin)
+	return &pgx.Batch{QueuedQueries: append(qs, b.QueuedQueries...)}, len(t.begin)
 }
 
 // SendBatch implements sender. A failed BEGIN fails the statements after
