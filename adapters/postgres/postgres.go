@@ -240,9 +240,9 @@ func (b *Backend) Begin(ctx context.Context, opts store.TxOptions) (store.Tx, er
 	if err != nil {
 		return nil, classify("begin", err)
 	}
-	begin := []string{"BEGIN", "SET LOCAL plan_cache_mode = auto"}
+	begin := openCaller
 	if opts.Relaxed {
-		begin = append(begin, "SET LOCAL synchronous_commit = off")
+		begin = openCallerRelaxed
 	}
 	return &callerTx{conn: conn, begin: begin}, nil
 }
@@ -388,10 +388,7 @@ func (t *txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		return t.conn.SendBatch(ctx, b)
 	}
 	t.begun = true
-	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: "BEGIN"}}, b.QueuedQueries...)
-	br := t.conn.SendBatch(ctx, b)
-	_, _ = br.Exec() // a failed BEGIN fails the statements after it too
-	return br
+	return sendOpening(ctx, t.conn, openTxn, b)
 }
 
 // commitWith runs bt with COMMIT appended (just COMMIT when bt is empty;
@@ -419,7 +416,7 @@ func (b *Backend) txn(ctx context.Context, fn func(t *txn) error) error {
 		_, err = conn.Exec(ctx, "COMMIT")
 		err = classify("commit", err)
 	}
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
+	if err != nil && inTransaction(conn) {
 		_, _ = conn.Exec(context.Background(), "ROLLBACK")
 	}
 	return err

@@ -21,10 +21,10 @@ import (
 // one), an Exec or QueryRow pipelines it with the statement, and only a
 // Query pays a round trip of its own for it. A transaction that runs
 // nothing sends nothing. So the intake's transaction costs three round
-// trips (its rows, its enqueue, COMMIT), not four.
+// trips (its enqueue, its rows, COMMIT), not four.
 type callerTx struct {
 	conn  *pgxpool.Conn
-	begin []string // BEGIN and the transaction's SET LOCALs
+	begin []string // openCaller or openCallerRelaxed
 	begun bool
 	done  bool
 }
@@ -34,8 +34,8 @@ var (
 	_ querier  = (*callerTx)(nil)
 )
 
-// querier is what the engine store's statements run on: a caller's
-// transaction, or a pgx transaction or connection.
+// querier is what the engine store's statements run on (engineTx hands
+// them a callerTx); a pool or a pgx.Tx has the same methods.
 type querier interface {
 	sender
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -46,34 +46,49 @@ type querier interface {
 // errEnded is the error of a statement run on a finished transaction.
 var errEnded = errors.New("postgres: the transaction has ended")
 
-// withBegin returns b, or when the transaction's opening statements have
-// not been sent yet (they are now: the caller sends the result) a copy of
-// b with them in front, and how many results belong to them. b itself is
-// left as it was, so a caller may send it again.
-func (t *callerTx) withBegin(b *pgx.Batch) (*pgx.Batch, int) {
-	if t.begun {
-		return b, 0
-	}
-	t.begun = true
-	qs := make([]*pgx.QueuedQuery, 0, len(t.begin)+len(b.QueuedQueries))
-	for _, q := range t.begin {
+// The statements that open a transaction: the adapter's own (txn), and a
+// caller's, whose statements keep the server's plan choice and, relaxed,
+// commit without waiting for the WAL flush. Never modified.
+var (
+	openTxn           = []string{"BEGIN"}
+	openCaller        = []string{"BEGIN", "SET LOCAL plan_cache_mode = auto"}
+	openCallerRelaxed = []string{"BEGIN", "SET LOCAL plan_cache_mode = auto", "SET LOCAL synchronous_commit = off"}
+)
+
+// sendOpening sends b on conn in one round trip with the opening
+// statements in front, and reads their results out, so the caller reads
+// b's own. b itself is left as it was (a caller may send it again). A
+// failed BEGIN fails the statements after it too, so its error surfaces
+// in b's first result.
+func sendOpening(ctx context.Context, conn *pgxpool.Conn, opening []string, b *pgx.Batch) pgx.BatchResults {
+	qs := make([]*pgx.QueuedQuery, 0, len(opening)+len(b.QueuedQueries))
+	for _, q := range opening {
 		qs = append(qs, &pgx.QueuedQuery{SQL: q})
 	}
-	return &pgx.Batch{QueuedQueries: append(qs, b.QueuedQueries...)}, len(t.begin)
+	br := conn.SendBatch(ctx, &pgx.Batch{QueuedQueries: append(qs, b.QueuedQueries...)})
+	for range opening {
+		_, _ = br.Exec()
+	}
+	return br
 }
 
-// SendBatch implements sender. A failed BEGIN fails the statements after
-// it too, so its own result is not read out.
+// inTransaction reports whether conn is open and inside a transaction,
+// one a ROLLBACK would end.
+func inTransaction(conn *pgxpool.Conn) bool {
+	return !conn.Conn().IsClosed() && conn.Conn().PgConn().TxStatus() != 'I'
+}
+
+// SendBatch implements sender, opening the transaction with the first
+// batch.
 func (t *callerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if t.done {
 		return errResults{errEnded}
 	}
-	b, n := t.withBegin(b)
-	br := t.conn.SendBatch(ctx, b)
-	for range n {
-		_, _ = br.Exec()
+	if t.begun {
+		return t.conn.SendBatch(ctx, b)
 	}
-	return br
+	t.begun = true
+	return sendOpening(ctx, t.conn, t.begin, b)
 }
 
 // Exec runs one statement, with BEGIN in front of it when it is the first.
@@ -152,7 +167,7 @@ func (t *callerTx) Rollback(ctx context.Context) error {
 	}
 	t.done = true
 	defer t.conn.Release()
-	if !t.begun || t.conn.Conn().IsClosed() || t.conn.Conn().PgConn().TxStatus() == 'I' {
+	if !t.begun || !inTransaction(t.conn) {
 		return nil
 	}
 	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {

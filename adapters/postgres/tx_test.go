@@ -8,18 +8,26 @@ import (
 	"github.com/ductus/ductus/runtime/store"
 )
 
+// withTable opens a backend on a schema of its own holding table, an empty
+// table of one int column n.
+func withTable(t *testing.T, table string) (*Backend, context.Context) {
+	t.Helper()
+	need(t)
+	b := openSchema(t, newSchema(), nil)
+	ctx := testutil.Context(t)
+	if _, err := b.pool.Exec(ctx, "CREATE TABLE "+table+" (n int)"); err != nil {
+		t.Fatal(err)
+	}
+	return b, ctx
+}
+
 // TestCallerTxBeginsWithFirstStatement: whatever a caller's transaction
 // runs first (an Exec, a QueryRow, a Query or a batch, each of which sends
 // BEGIN differently), that statement is inside the transaction with its
 // settings: its write is invisible to another connection until Commit,
 // and gone after Rollback.
 func TestCallerTxBeginsWithFirstStatement(t *testing.T) {
-	need(t)
-	b := openSchema(t, newSchema(), nil)
-	ctx := testutil.Context(t)
-	if _, err := b.pool.Exec(ctx, `CREATE TABLE lazy_t (n int)`); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := withTable(t, "lazy_t")
 	const insert = `INSERT INTO lazy_t VALUES (1) RETURNING n`
 	firsts := []struct {
 		name string
@@ -96,12 +104,7 @@ func TestCallerTxBeginsWithFirstStatement(t *testing.T) {
 // writes nothing; statements after the end are refused; every end gives
 // the connection back.
 func TestCallerTxEnds(t *testing.T) {
-	need(t)
-	b := openSchema(t, newSchema(), nil)
-	ctx := testutil.Context(t)
-	if _, err := b.pool.Exec(ctx, `CREATE TABLE ends_t (n int)`); err != nil {
-		t.Fatal(err)
-	}
+	b, ctx := withTable(t, "ends_t")
 	begin := func() *callerTx {
 		t.Helper()
 		tx, err := b.Begin(ctx, store.TxOptions{})

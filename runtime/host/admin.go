@@ -124,14 +124,14 @@ func (h *Host) Resume(ctx context.Context, ref actor.Ref) (bool, error) {
 	if ok {
 		// An activation cached here stays parked through a pause (its
 		// takes found nothing) and the claim scan passes over it (its
-		// lease is this process's): wake it now rather than at the next
-		// poll of the activations held here.
+		// lease is this process's): it has work again, as after an
+		// enqueue, now rather than at the next poll of the activations
+		// held here. Any other is found by the claim scan.
 		if pk, cached := h.cache.pkOf(ref); cached {
-			if a, _ := h.cache.wakeIdle(pk); a != nil {
-				h.schedule(a)
-			}
+			h.workArrived(pk)
+		} else {
+			h.poke(h.wake)
 		}
-		h.poke(h.wake)
 	}
 	return ok, err
 }
