@@ -337,6 +337,7 @@ func (e *Engine) intakeTx(ctx context.Context, batch []*intakeReq) ([]int64, err
 	if err := tx.Commit(ctx); err != nil {
 		return nil, &commitError{err}
 	}
+	e.ms.Remember(rows) // for their lanes to read from memory
 	return pks, nil
 }
 

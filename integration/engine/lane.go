@@ -104,7 +104,7 @@ func (e *Engine) deliver(c *actor.Context, s *laneState, a deliverArgs) (msgstor
 		s.Filtered++
 		return msgstore.LaneResult{Status: msgstore.DeliveryFiltered, Reason: "the destination was removed from the interface"}, nil
 	}
-	m, err := e.ms.Get(c, a.M)
+	m, err := e.ms.Queued(c, a.M)
 	if err != nil {
 		return msgstore.LaneResult{}, err // a read failure: retry
 	}

@@ -38,12 +38,15 @@ type Delivery = ixstore.Delivery
 
 // Store is the engine's access to its tables.
 type Store struct {
-	be store.Backend
-	ix ixstore.Store
+	be     store.Backend
+	ix     ixstore.Store
+	recent *recent
 }
 
 // New returns a Store over the backend's engine store.
-func New(be ixstore.Backend) *Store { return &Store{be: be, ix: be.EngineStore()} }
+func New(be ixstore.Backend) *Store {
+	return &Store{be: be, ix: be.EngineStore(), recent: newRecent(recentMaxBytes)}
+}
 
 // Insert writes messages and their deliveries in tx.
 func (s *Store) Insert(ctx context.Context, tx store.Tx, msgs []Message, deliveries []Delivery) error {
