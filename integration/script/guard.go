@@ -105,6 +105,11 @@ func watchHeapLimit(raw unsafe.Pointer, h cgo.Handle) {
 	C.ductusWatchHeapLimit(raw, C.uintptr_t(h))
 }
 
+// lowMemory runs a full collection that gives freed pages back to the
+// system (Isolate::LowMemoryNotification). The caller holds the isolate's
+// Locker.
+func lowMemory(raw unsafe.Pointer) { C.ductusLowMemory(raw) }
+
 func requestInterrupt(raw unsafe.Pointer, h cgo.Handle) {
 	C.ductusRequestInterrupt(raw, C.uintptr_t(h))
 }

@@ -1,4 +1,5 @@
-// The two V8 entry points the guard needs that v8go v0.9.0 does not wrap.
+// The V8 entry points the guard and the worker need that v8go v0.9.0 does
+// not wrap.
 //
 // V8's headers are not reachable from this package's cgo flags (they live
 // in the v8go module), so v8::Isolate is declared here with exactly the
@@ -16,6 +17,9 @@ class Isolate {
   void RequestInterrupt(InterruptCallback callback, void* data);
   void AddNearHeapLimitCallback(NearHeapLimitCallback callback, void* data);
   void TerminateExecution();
+  void LowMemoryNotification();
+  void Enter();
+  void Exit();
 };
 }  // namespace v8
 
@@ -39,4 +43,13 @@ extern "C" void ductusRequestInterrupt(void* isolate, uintptr_t handle) {
 
 extern "C" void ductusWatchHeapLimit(void* isolate, uintptr_t handle) {
   static_cast<v8::Isolate*>(isolate)->AddNearHeapLimitCallback(onNearHeapLimit, reinterpret_cast<void*>(handle));
+}
+
+// The caller holds the isolate's Locker (lock.go); a collection also wants
+// the isolate entered, as v8::Isolate::Scope would.
+extern "C" void ductusLowMemory(void* isolate) {
+  v8::Isolate* iso = static_cast<v8::Isolate*>(isolate);
+  iso->Enter();
+  iso->LowMemoryNotification();
+  iso->Exit();
 }

@@ -1,5 +1,6 @@
-// The guard's way into V8 (see guard.go): v8go v0.9.0 wraps neither
-// Isolate::RequestInterrupt nor Isolate::AddNearHeapLimitCallback.
+// The guard's and the worker's ways into V8 (see guard.go and trim in
+// worker.go): v8go v0.9.0 wraps none of Isolate::RequestInterrupt,
+// Isolate::AddNearHeapLimitCallback and Isolate::LowMemoryNotification.
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,6 +10,7 @@ extern "C" {
 
 void ductusRequestInterrupt(void* isolate, uintptr_t handle);
 void ductusWatchHeapLimit(void* isolate, uintptr_t handle);
+void ductusLowMemory(void* isolate);
 
 #ifdef __cplusplus
 }
