@@ -161,6 +161,14 @@ func (h *Host) compileSDK(iso *v8.Isolate) (*v8.UnboundScript, error) {
 	return us, nil
 }
 
+// superseded reports whether l was published and has since been replaced
+// or unloaded (one still being checked by Load is not).
+func (h *Host) superseded(l *loaded) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return l.sealed && h.ifaces[l.name] != l
+}
+
 func (h *Host) current(name string) *loaded {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -241,6 +249,9 @@ func (h *Host) validate(ctx context.Context, w *worker, l *loaded) error {
 			return ctx.Err()
 		}
 		return &LoadError{Interface: l.name, File: l.mainFile, Message: "top-level code was stopped: " + h.runawayReason(why, w, l)}
+	}
+	if err != nil {
+		delete(w.scripts, l) // never published: nothing will bind it
 	}
 	if w.retire {
 		w.discard()

@@ -39,6 +39,7 @@ type worker struct {
 	sdk      *v8.UnboundScript
 	bindings map[string]*binding
 	byCtx    map[*v8.Context]*binding
+	scripts  map[*loaded][]*v8.UnboundScript // see compiled
 	gen      uint64
 	closed   int             // contexts closed since the last trim
 	current  *Meta           // the message being transformed, for console lines
@@ -72,6 +73,7 @@ func (w *worker) ensure() error {
 	watchHeapLimit(w.raw, w.handle)
 	w.bindings = map[string]*binding{}
 	w.byCtx = map[*v8.Context]*binding{}
+	w.scripts = map[*loaded][]*v8.UnboundScript{}
 	w.retire = false
 	w.global = v8.NewObjectTemplate(iso)
 	natives := map[string]v8.FunctionCallback{
@@ -104,7 +106,7 @@ func (w *worker) discard() {
 	for _, b := range w.bindings {
 		b.ctx.Close()
 	}
-	w.bindings, w.byCtx = nil, nil
+	w.bindings, w.byCtx, w.scripts = nil, nil, nil
 	w.closed = 0 // the isolate goes with everything in it
 	w.mu.Lock()
 	iso := w.iso
@@ -152,6 +154,11 @@ func (w *worker) sweep() {
 	for name, b := range w.bindings {
 		if w.host.current(name) != b.ifc {
 			w.unbind(b)
+		}
+	}
+	for l := range w.scripts {
+		if w.host.superseded(l) {
+			delete(w.scripts, l) // V8 keeps them until the isolate goes; Go need not
 		}
 	}
 }
@@ -401,7 +408,7 @@ func (w *worker) bind(ifc *loaded) (*binding, error) {
 			}
 			continue
 		}
-		us, err := w.compile(s, !ifc.sealed)
+		us, err := w.compiled(ifc, i)
 		if err != nil {
 			return fail(loadErrorFrom(ifc.name, err, ""))
 		}
@@ -450,6 +457,27 @@ func defList(names []string) string {
 		return "no functions"
 	}
 	return strings.Join(names, ", ")
+}
+
+// compiled is source i of ifc compiled on this isolate, compiled once per
+// Load and isolate: a context closed after its Load's check (or any other)
+// binds again from the same script, which v8go v0.9.0 would otherwise keep
+// a second copy of until the isolate is disposed.
+func (w *worker) compiled(ifc *loaded, i int) (*v8.UnboundScript, error) {
+	scripts := w.scripts[ifc]
+	if scripts == nil {
+		scripts = make([]*v8.UnboundScript, len(ifc.sources))
+		w.scripts[ifc] = scripts
+	}
+	if scripts[i] != nil {
+		return scripts[i], nil
+	}
+	us, err := w.compile(&ifc.sources[i], !ifc.sealed)
+	if err != nil {
+		return nil, err
+	}
+	scripts[i] = us
+	return us, nil
 }
 
 // compile compiles a source on this isolate. While the interface is being
