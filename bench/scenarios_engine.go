@@ -27,7 +27,7 @@ func engineScenarios() []scenario {
 		{"file_ingest_csv_rows", fileIngestCSV, nil},
 		{"transform_per_core", transformPerCore, nil},
 		{"start_1001_interfaces", start1001, []string{"start_1001_interfaces_s", "start_1001_interfaces_mb",
-			"start_1001_interfaces_restart_s", "start_1001_interfaces_restart_mb"}},
+			"start_1001_interfaces_restart_s", "start_1001_interfaces_restart_mb", "start_1001_interfaces_busy_mb"}},
 		{"api_interfaces", apiInterfaces, []string{"api_interfaces_p50_ms", "api_interfaces_p99_ms"}},
 		{"api_messages_page", apiMessagesPage, apiMessagesFigures()},
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -161,9 +162,12 @@ func freeAddrs(n int) ([]string, error) {
 // a child process of this binary (-start-project): from starting the
 // process to its sources listening, and the child's resident memory then.
 // A child of its own, so the harness's memory and warm caches do not count.
-// It starts twice on one database: first on a new one (the migrations
-// create every table, the destinations' folders are made), then again on
-// what the first left (a restart, the usual start of a running site).
+// It starts three times on one database: on a new one (the migrations
+// create every table, the destinations' folders are made); again on what
+// the first left (a restart, the usual start of a running site); and once
+// more to send every interface one message and read the resident memory
+// when each has been delivered (a busy site: every interface has run its
+// transform, which binds it in a V8 context of the isolate that ran it).
 func start1001(ctx context.Context, r *runner) error {
 	n := r.n(1001, 21)
 	addrs, err := freeAddrs(n)
@@ -180,24 +184,63 @@ func start1001(ctx context.Context, r *runner) error {
 	}
 	return r.fresh(ctx, nil, func(_ backend, dsn string) error {
 		for _, name := range []string{"start_1001_interfaces", "start_1001_interfaces_restart"} {
-			ready, kb, err := r.startChild(dir, dsn)
+			ready, kb, err := r.startChild(dir, dsn, nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			r.print(name+"_s", ready.Seconds(), "s", n)
 			r.print(name+"_mb", float64(kb)/1024, "MB", n)
 		}
+		var busy int
+		_, _, err := r.startChild(dir, dsn, func(pid int) error {
+			var err error
+			busy, err = sendEach(ctx, dir, addrs, pid)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("start_1001_interfaces_busy: %w", err)
+		}
+		r.print("start_1001_interfaces_busy_mb", float64(busy)/1024, "MB", n)
 		return nil
 	})
 }
 
+// sendEach sends one message to each interface of the project in dir (at
+// addrs) and waits until every one has been written to its destination's
+// folder; then it reads the resident memory of the engine's process pid.
+func sendEach(ctx context.Context, dir string, addrs []string, pid int) (int, error) {
+	msgs, err := hl7Pool(1, 1, "busy")
+	if err != nil {
+		return 0, err
+	}
+	for _, a := range addrs {
+		if _, err := mllpLoad(ctx, a, 1, msgs, 1, nil); err != nil {
+			return 0, fmt.Errorf("sending to %s: %w", a, err)
+		}
+	}
+	err = waitFor(ctx, "one message delivered to each interface", len(addrs), func() int {
+		done := 0
+		for i := range addrs {
+			if f, _ := os.ReadDir(filepath.Join(dir, fmt.Sprintf("out/i%04d", i))); len(f) > 0 {
+				done++
+			}
+		}
+		return done
+	})
+	if err != nil {
+		return 0, err
+	}
+	return vmRSS(strconv.Itoa(pid))
+}
+
 // startChild runs the project in dir in a child process until it is ready,
-// then stops it: the time to ready and the child's resident KiB then.
-func (r *runner) startChild(dir, dsn string) (time.Duration, int, error) {
+// then (with while) runs while against it, then stops it: the time to
+// ready and the child's resident KiB then.
+func (r *runner) startChild(dir, dsn string, while func(pid int) error) (time.Duration, int, error) {
 	args := []string{"-start-project", dir, "-backend", r.o.backend, "-dsn", dsn, "-durability", r.o.durability}
 	if r.o.cpuprofile != "" {
 		// The engine starts in the child: its profile is the one to read
-		// (the restart's replaces the first start's).
+		// (each start's replaces the one before).
 		args = append(args, "-cpuprofile", r.o.cpuprofile+".child")
 	}
 	c := exec.Command(os.Args[0], args...)
@@ -222,8 +265,12 @@ func (r *runner) startChild(dir, dsn string) (time.Duration, int, error) {
 	case <-time.After(5 * time.Minute):
 	}
 	ready := time.Since(start)
+	var werr error
+	if while != nil && strings.HasPrefix(got, "READY ") {
+		werr = while(c.Process.Pid)
+	}
 	_ = c.Process.Signal(syscall.SIGTERM)
-	werr := waitWorker(c, workerGrace)
+	werr = errors.Join(werr, waitWorker(c, workerGrace))
 	kb, perr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(got, "READY ")))
 	if !strings.HasPrefix(got, "READY ") || perr != nil {
 		return 0, 0, errors.Join(fmt.Errorf("the child did not get ready (said %q)", got), werr)
@@ -259,7 +306,7 @@ func startMain(ctx context.Context, e env, o options) error {
 	if err := waitListening(ctx, eng, proj, done); err != nil {
 		return err
 	}
-	kb, err := vmRSS()
+	kb, err := vmRSS("self")
 	if err != nil {
 		return err
 	}
@@ -267,10 +314,11 @@ func startMain(ctx context.Context, e env, o options) error {
 	return <-done
 }
 
-// vmRSS is this process's resident set in kB (VmRSS in /proc/self/status;
-// Linux only: elsewhere the scenario fails).
-func vmRSS() (int, error) {
-	b, err := os.ReadFile("/proc/self/status")
+// vmRSS is a process's resident set in kB (VmRSS in /proc/<pid>/status;
+// pid "self" for this one; Linux only: elsewhere the scenario fails).
+func vmRSS(pid string) (int, error) {
+	path := "/proc/" + pid + "/status"
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
@@ -279,5 +327,5 @@ func vmRSS() (int, error) {
 			return strconv.Atoi(f[1])
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/self/status")
+	return 0, errors.New("no VmRSS in " + path)
 }

@@ -106,8 +106,8 @@ func watchHeapLimit(raw unsafe.Pointer, h cgo.Handle) {
 }
 
 // lowMemory runs a full collection that gives freed pages back to the
-// system (Isolate::LowMemoryNotification). The caller holds the isolate's
-// Locker.
+// system (Isolate::MemoryPressureNotification, critical). The caller holds
+// the isolate's Locker.
 func lowMemory(raw unsafe.Pointer) { C.ductusLowMemory(raw) }
 
 func requestInterrupt(raw unsafe.Pointer, h cgo.Handle) {

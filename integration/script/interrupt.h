@@ -1,6 +1,6 @@
 // The guard's and the worker's ways into V8 (see guard.go and trim in
 // worker.go): v8go v0.9.0 wraps none of Isolate::RequestInterrupt,
-// Isolate::AddNearHeapLimitCallback and Isolate::LowMemoryNotification.
+// Isolate::AddNearHeapLimitCallback and Isolate::MemoryPressureNotification.
 #include <stddef.h>
 #include <stdint.h>
 
