@@ -99,7 +99,7 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "tiny operation counts (proves the harness runs; figures mean nothing)")
 	flag.BoolVar(&o.worker, "worker", false, "internal: run as a worker process")
 	flag.StringVar(&o.dsn, "dsn", "", "internal: the worker's database")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file (start_1001_interfaces: the starting engine's, a child process, to this file.child)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file (start_1001_interfaces: each starting engine's, a child process, to this file.child, .child_restart and .child_busy)")
 	flag.StringVar(&o.startProject, "start-project", "", "internal: run this project folder's engine and report when it is ready (start_1001_interfaces)")
 	flag.Parse()
 	if err := run(o); err != nil {

@@ -184,7 +184,7 @@ func start1001(ctx context.Context, r *runner) error {
 	}
 	return r.fresh(ctx, nil, func(_ backend, dsn string) error {
 		for _, name := range []string{"start_1001_interfaces", "start_1001_interfaces_restart"} {
-			ready, kb, err := r.startChild(dir, dsn, nil)
+			ready, kb, err := r.startChild(dir, dsn, strings.TrimPrefix(name, "start_1001_interfaces"), nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
@@ -192,7 +192,7 @@ func start1001(ctx context.Context, r *runner) error {
 			r.print(name+"_mb", float64(kb)/1024, "MB", n)
 		}
 		var busy int
-		_, _, err := r.startChild(dir, dsn, func(pid int) error {
+		_, _, err := r.startChild(dir, dsn, "_busy", func(pid int) error {
 			var err error
 			busy, err = sendEach(ctx, dir, addrs, pid)
 			return err
@@ -235,13 +235,13 @@ func sendEach(ctx context.Context, dir string, addrs []string, pid int) (int, er
 
 // startChild runs the project in dir in a child process until it is ready,
 // then (with while) runs while against it, then stops it: the time to
-// ready and the child's resident KiB then.
-func (r *runner) startChild(dir, dsn string, while func(pid int) error) (time.Duration, int, error) {
+// ready and the child's resident KiB then. With -cpuprofile F the child
+// writes its profile to F.child plus suffix.
+func (r *runner) startChild(dir, dsn, suffix string, while func(pid int) error) (time.Duration, int, error) {
 	args := []string{"-start-project", dir, "-backend", r.o.backend, "-dsn", dsn, "-durability", r.o.durability}
 	if r.o.cpuprofile != "" {
-		// The engine starts in the child: its profile is the one to read
-		// (each start's replaces the one before).
-		args = append(args, "-cpuprofile", r.o.cpuprofile+".child")
+		// The engine starts in the child: its profile is the one to read.
+		args = append(args, "-cpuprofile", r.o.cpuprofile+".child"+suffix)
 	}
 	c := exec.Command(os.Args[0], args...)
 	c.SysProcAttr = workerAttr()

@@ -37,6 +37,13 @@ func newTestHost(t testing.TB, cfg Config) *Host {
 	return h
 }
 
+// current is the published version of an interface (nil when none).
+func (h *Host) current(name string) *loaded {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ifaces[name]
+}
+
 // files turns name/source pairs into an Interface's files, sorted.
 func files(pairs map[string]string) []File {
 	var out []File

@@ -161,20 +161,6 @@ func (h *Host) compileSDK(iso *v8.Isolate) (*v8.UnboundScript, error) {
 	return us, nil
 }
 
-// superseded reports whether l was published and has since been replaced
-// or unloaded (one still being checked by Load is not).
-func (h *Host) superseded(l *loaded) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return l.sealed && h.ifaces[l.name] != l
-}
-
-func (h *Host) current(name string) *loaded {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ifaces[name]
-}
-
 func (h *Host) acquire(ctx context.Context) (*worker, error) {
 	select {
 	case w := <-h.pool:

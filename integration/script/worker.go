@@ -144,22 +144,32 @@ func (w *worker) trim() {
 	w.closed = 0
 }
 
-// sweep drops contexts of interfaces that were reloaded or unloaded.
+// sweep drops contexts of interfaces that were reloaded or unloaded, and
+// the compiled scripts of versions that were replaced. It runs after every
+// Load publishes (a start sweeps once per interface), so it reads the
+// published set under one lock rather than once per entry.
 func (w *worker) sweep() {
-	gen := w.host.gen.Load()
+	h := w.host
+	gen := h.gen.Load()
 	if gen == w.gen {
 		return
 	}
 	w.gen = gen
+	var stale []*binding
+	h.mu.Lock()
 	for name, b := range w.bindings {
-		if w.host.current(name) != b.ifc {
-			w.unbind(b)
+		if h.ifaces[name] != b.ifc {
+			stale = append(stale, b)
 		}
 	}
 	for l := range w.scripts {
-		if w.host.superseded(l) {
+		if l.sealed && h.ifaces[l.name] != l { // one still being checked by Load is not sealed
 			delete(w.scripts, l) // V8 keeps them until the isolate goes; Go need not
 		}
+	}
+	h.mu.Unlock()
+	for _, b := range stale {
+		w.unbind(b) // outside the lock: it may trim
 	}
 }
 
