@@ -217,15 +217,7 @@ func (h *Host) validate(ctx context.Context, w *worker, l *loaded) error {
 	if err := w.ensure(); err != nil {
 		return err
 	}
-	w.sweep()
-	b, why, err := w.bindIn(ctx, l)
-	if b != nil && why == stopNone && err == nil {
-		// Checked: the context goes. Each isolate binds the interface
-		// on its first call instead, so a start holds no context per
-		// interface (see trimAfter), and an interface that never gets a
-		// message on an isolate costs it nothing.
-		w.unbind(b)
-	}
+	why, err := w.check(ctx, l)
 	if why != stopNone {
 		w.discard()
 		switch why {

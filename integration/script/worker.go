@@ -359,6 +359,23 @@ func (w *worker) bindIn(ctx context.Context, ifc *loaded) (*binding, stop, error
 	return b, stopNone, nil
 }
 
+// check runs ifc's top-level code in a fresh context and checks its
+// functions (bind), then closes the context: each isolate binds the
+// interface on its first call instead, so a start holds no context per
+// interface (see trimAfter), and an interface that never gets a message on
+// an isolate costs it nothing. Its trips into V8 share one Locker, as a
+// call's do (lock.go); the caller disposes of the isolate after a stop,
+// once the Locker is released.
+func (w *worker) check(ctx context.Context, ifc *loaded) (stop, error) {
+	defer w.lock()()
+	w.sweep()
+	b, why, err := w.bindIn(ctx, ifc)
+	if b != nil && why == stopNone && err == nil {
+		w.unbind(b)
+	}
+	return why, err
+}
+
 func (w *worker) bind(ifc *loaded) (*binding, error) {
 	ctx := v8.NewContext(w.iso, w.global)
 	b := &binding{ifc: ifc, ctx: ctx}
