@@ -130,7 +130,7 @@ func (w *worker) unbind(b *binding) {
 // asks V8 to give their memory back. A closed context (about 120 KB of
 // heap) is garbage that V8 collects in its own time, and the pages it
 // frees stay with the process unless asked for: the contexts of a start's
-// validations (one per interface, see Host.validate) held 180 MB at 1,001
+// checks (one per interface, see worker.check) held 180 MB at 1,001
 // interfaces. A full collection costs a few milliseconds (2-8 ms at 64
 // contexts on the 2-core machine), so it is paid once per trimAfter
 // contexts, and at most trimAfter contexts' worth is left per isolate.
