@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,11 +138,14 @@ func manyInterfaces(addrs []string) map[string]string {
 	for i, a := range addrs {
 		d := fmt.Sprintf("interfaces/i%04d/", i)
 		files[d+"interface.yaml"] = fmt.Sprintf("source: { type: mllp, listen: %q }\nordering_key: PID-3.1\n"+
-			"destinations:\n  out: { type: file, path: out/i%04d, name: \"{{.ID}}.hl7\" }\n", a, i)
+			"destinations:\n  out: { type: file, path: %s, name: \"{{.ID}}.hl7\" }\n", a, outFolder(i))
 		files[d+"transform.js"] = passThrough
 	}
 	return files
 }
+
+// outFolder is interface i's destination folder, relative to the project.
+func outFolder(i int) string { return fmt.Sprintf("out/i%04d", i) }
 
 // freeAddrs returns n distinct free loopback addresses: all are held open
 // until the last is chosen, so the kernel cannot hand out one port twice.
@@ -218,14 +222,16 @@ func sendEach(ctx context.Context, dir string, addrs []string, pid int) (int, er
 			return 0, fmt.Errorf("sending to %s: %w", a, err)
 		}
 	}
+	waiting := make([]int, len(addrs)) // the interfaces with nothing delivered yet
+	for i := range waiting {
+		waiting[i] = i
+	}
 	err = waitFor(ctx, "one message delivered to each interface", len(addrs), func() int {
-		done := 0
-		for i := range addrs {
-			if f, _ := os.ReadDir(filepath.Join(dir, fmt.Sprintf("out/i%04d", i))); len(f) > 0 {
-				done++
-			}
-		}
-		return done
+		waiting = slices.DeleteFunc(waiting, func(i int) bool {
+			f, _ := os.ReadDir(filepath.Join(dir, outFolder(i)))
+			return len(f) > 0
+		})
+		return len(addrs) - len(waiting)
 	})
 	if err != nil {
 		return 0, err

@@ -2,14 +2,11 @@ package msgstore
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
-
-	"github.com/ductus/ductus/actor"
 )
 
 // A stored message never changes: an edit is a new message, a resend
@@ -105,13 +102,10 @@ func (s *Store) Queued(ctx context.Context, id string) (*Message, error) {
 	if m, ok := s.recent.get(id); ok {
 		return m, nil
 	}
-	msgs, err := s.GetMany(ctx, []string{id})
+	m, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: interface message %s", actor.ErrNotFound, id)
-	}
-	s.recent.put(&msgs[0])
-	return &msgs[0], nil
+	s.recent.put(m)
+	return m, nil
 }

@@ -131,9 +131,10 @@ func (w *worker) unbind(b *binding) {
 // heap) is garbage that V8 collects in its own time, and the pages it
 // frees stay with the process unless asked for: the contexts of a start's
 // checks (one per interface, see worker.check) held 180 MB at 1,001
-// interfaces. A full collection costs a few milliseconds (2-8 ms at 64
-// contexts on the 2-core machine), so it is paid once per trimAfter
-// contexts, and at most trimAfter contexts' worth is left per isolate.
+// interfaces. A full collection costs a few milliseconds (1.4-16 ms, most
+// of them 2-7, at 64 contexts on the 2-core machine), so it is paid once
+// per trimAfter contexts, and at most trimAfter contexts' worth is left
+// per isolate.
 const trimAfter = 64
 
 // trim collects the isolate's garbage and returns the freed pages.
