@@ -84,12 +84,16 @@ const (
     SELECT u.type, u.id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(type, id, ord) ORDER BY u.ord
     ON CONFLICT (type, id) DO UPDATE SET next_seq = a.next_seq WHERE false
     RETURNING a.pk`
+	// sqlReadActors and sqlReadKeys find each row by its key, one lookup
+	// a row (lateral, see Open).
 	sqlReadActors = `SELECT u.ord::int, a.pk, a.next_seq, a.unfinished
-    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(type, id, ord) JOIN ductus_actors a ON a.type = u.type AND a.id = u.id`
-	sqlReadKeys = `SELECT a.type, a.id, x.idem_key, x.id
+    FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(type, id, ord)
+    CROSS JOIN LATERAL (SELECT pk, next_seq, unfinished FROM ductus_actors WHERE type = u.type AND id = u.id OFFSET 0) a`
+	sqlReadKeys = `SELECT k.type, k.id, x.idem_key, x.id
     FROM unnest($1::text[], $2::text[], $3::text[]) AS k(type, id, key)
-    JOIN ductus_actors a ON a.type = k.type AND a.id = k.id
-    JOIN ductus_messages x ON x.actor_pk = a.pk AND x.idem_key = k.key AND x.idem_key IS NOT NULL`
+    CROSS JOIN LATERAL (SELECT pk FROM ductus_actors WHERE type = k.type AND id = k.id OFFSET 0) a
+    CROSS JOIN LATERAL (SELECT idem_key, id FROM ductus_messages
+        WHERE actor_pk = a.pk AND idem_key = k.key AND idem_key IS NOT NULL OFFSET 0) x`
 	sqlDeleteActors = `DELETE FROM ductus_actors WHERE pk = ANY($1::bigint[])`
 	sqlInsertRows   = `WITH ins AS (
     INSERT INTO ductus_messages (actor_pk, seq, name, args, idem_key, ask, enqueued_at, available_at)
@@ -102,9 +106,12 @@ const (
     INSERT INTO ductus_ready (actor_pk, seq, message_id, due_at) SELECT actor_pk, seq, id, available_at FROM ins
 )
 SELECT id, actor_pk, seq FROM ins`
+	// "a.pk = ANY ($1)" repeats the join's condition so that the actors
+	// are found through their primary key whatever the plan's estimates
+	// (see Open).
 	sqlAdvanceActors = `UPDATE ductus_actors a SET next_seq = a.next_seq + u.n, unfinished = a.unfinished + u.n,
     head_due = COALESCE(a.head_due, COALESCE(u.avail, now() + u.delay` + us + `)), updated_at = now()
-    FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::bigint[]) AS u(pk, n, avail, delay) WHERE a.pk = u.pk`
+    FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::bigint[]) AS u(pk, n, avail, delay) WHERE a.pk = u.pk AND a.pk = ANY ($1::bigint[])`
 )
 
 // enqueueNow runs the general enqueue in s: two round trips.

@@ -106,8 +106,9 @@ UNION ALL SELECT 0, 0, 0, 0, CASE WHEN $12::bool THEN 2 ELSE ductus_raise('` + c
 ),
 dup AS (
     SELECT m.ord, x.id AS mid, x.actor_pk, x.seq
-    FROM m JOIN ductus_actors a ON a.type = m.type AND a.id = m.id
-    JOIN ductus_messages x ON x.actor_pk = a.pk AND x.idem_key = m.key AND x.idem_key IS NOT NULL
+    FROM m CROSS JOIN LATERAL (SELECT pk FROM ductus_actors WHERE type = m.type AND id = m.id OFFSET 0) a
+    CROSS JOIN LATERAL (SELECT id, actor_pk, seq FROM ductus_messages
+        WHERE actor_pk = a.pk AND idem_key = m.key AND idem_key IS NOT NULL OFFSET 0) x
     WHERE m.key <> ''
 ),
 f AS (

@@ -67,18 +67,23 @@ func (b *Backend) OutboxClaim(ctx context.Context, p *store.OutboxClaimParams) (
 	bt = batch{}
 	shareActors(&bt, "claim sends", actorsOfPKs, lanes)
 	bt.exec("claim sends", sqlLockLanes, "send", lanes)
-	bt.query("claim sends", func(rows pgx.Rows) error {
-		var c claimed
-		var src, delay int64
-		r := &c.row
-		if err := rows.Scan(&c.ord, &src, &r.ID, &r.Source.Type, &r.Source.ID, &r.To.Type, &r.To.ID, &r.Message, &r.Args, &delay, &r.Attempt); err != nil {
-			return err
-		}
-		r.Delay = time.Duration(delay) * time.Microsecond
-		took[src] = true
-		got = append(got, c)
-		return nil
-	}, sqlClaimSends, lanes, p.Owner, p.Limit)
+	// A custom plan: the generic one made on an empty ductus_outbox
+	// updates the claimed rows through a scan of the whole table (see
+	// customPlan).
+	customPlan(&bt, "claim sends", func() {
+		bt.query("claim sends", func(rows pgx.Rows) error {
+			var c claimed
+			var src, delay int64
+			r := &c.row
+			if err := rows.Scan(&c.ord, &src, &r.ID, &r.Source.Type, &r.Source.ID, &r.To.Type, &r.To.ID, &r.Message, &r.Args, &delay, &r.Attempt); err != nil {
+				return err
+			}
+			r.Delay = time.Duration(delay) * time.Microsecond
+			took[src] = true
+			got = append(got, c)
+			return nil
+		}, sqlClaimSends, lanes, p.Owner, p.Limit)
+	})
 	if err := bt.run(ctx, b.pool); err != nil {
 		return nil, err
 	}

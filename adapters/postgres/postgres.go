@@ -160,6 +160,16 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	// (the ordered effects', see customPlan) ask for custom plans
 	// themselves; the caller's own transactions and queries run with the
 	// server's default.
+	//
+	// A generic plan is made again only when a table's statistics change,
+	// so a plan made on a fresh database's empty tables stays until
+	// autovacuum's first ANALYZE of each, and for good where autovacuum is
+	// off. Such a plan joins a handful of keys to a table by hashing them
+	// and scanning the whole table. So a statement that reads rows by keys
+	// it is given does it in a LATERAL subquery (kept from being flattened
+	// into a join by OFFSET 0), one index lookup a key, or repeats the keys
+	// as "= ANY" on the table's key, which the planner serves by the index
+	// at any size (TestGenericPlansFindRowsByKey).
 	cc.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "ductus"

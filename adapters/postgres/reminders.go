@@ -11,15 +11,19 @@ import (
 )
 
 const (
+	// sqlClaimReminders reads the actors' names where it finds the due
+	// reminders (through the due index, then each actor by its key): a
+	// join in the update, planned generically on an empty ductus_actors,
+	// scanned the whole table (see Open).
 	sqlClaimReminders = `WITH c AS (
-    SELECT r.id FROM ductus_reminders r JOIN ductus_actors a ON a.pk = r.actor_pk
+    SELECT r.id, a.type, a.id AS actor_id FROM ductus_reminders r JOIN ductus_actors a ON a.pk = r.actor_pk
     WHERE r.due_at <= now() AND a.type = ANY($3::text[])
     ORDER BY r.due_at LIMIT $4
     FOR NO KEY UPDATE OF r SKIP LOCKED
 )
 UPDATE ductus_reminders r SET lease_owner = $1, due_at = now() + $2::bigint` + us + `
-FROM ductus_actors a WHERE r.id = ANY (ARRAY (SELECT id FROM c)) AND a.pk = r.actor_pk
-RETURNING r.id, r.actor_pk, a.type, a.id, r.name, r.message, r.args, r.schedule, r.next_at, r.occurrence, now()`
+FROM c WHERE r.id = ANY (ARRAY (SELECT id FROM c)) AND c.id = r.id
+RETURNING r.id, r.actor_pk, c.type, c.actor_id, r.name, r.message, r.args, r.schedule, r.next_at, r.occurrence, now()`
 	sqlLockReminders = `SELECT id, occurrence FROM ductus_reminders WHERE id = ANY($1::bigint[]) AND lease_owner = $2 ORDER BY id FOR UPDATE`
 	sqlReminderFull  = `UPDATE ductus_reminders SET lease_owner = NULL, due_at = now() + interval '1 second' WHERE id = $1`
 	sqlReminderDone  = `DELETE FROM ductus_reminders WHERE id = $1`
