@@ -196,34 +196,42 @@ func passthroughDrain(ctx context.Context, r *runner) error {
 	})
 }
 
-// fanout is one MLLP interface with k MLLP destinations, each to its own
-// listener that ACKs, fed by 4 clients for a fixed time: deliveries/s
-// confirmed by the k listeners in that time, and the clients' ACKs/s
-// while the destinations drain.
+// withFanout runs fn on an engine with one MLLP interface and k MLLP
+// destinations, each to its own listener that ACKs, warmed up with a
+// pool of n messages (prefix names their control IDs) that fn sends.
+func withFanout(ctx context.Context, r *runner, k, n int, prefix string, fn func(er *engineRun, addr string, msgs [][]byte) error) error {
+	var dests []string
+	for i := 0; i < k; i++ {
+		snk, err := sink.New(sink.Options{Listen: "127.0.0.1:0", NoKeep: true})
+		if err != nil {
+			return err
+		}
+		defer snk.Close()
+		dests = append(dests, mllpDest(fmt.Sprintf("d%02d", i), snk.Addr()))
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	msgs, err := hl7Pool(n, 1000, prefix)
+	if err != nil {
+		return err
+	}
+	return r.withEngine(ctx, mllpProject(r.parts(), addr, dests...), func(er *engineRun) error {
+		if err := er.warm(ctx, r, addr, msgs, k); err != nil {
+			return err
+		}
+		return fn(er, addr, msgs)
+	})
+}
+
+// fanout is one MLLP interface with k MLLP destinations, fed by 4
+// clients for a fixed time: deliveries/s confirmed by the k listeners in
+// that time, and the clients' ACKs/s while the destinations drain.
 func fanout(k int) func(ctx context.Context, r *runner) error {
 	name := fmt.Sprintf("fanout_%ddest", k)
 	return func(ctx context.Context, r *runner) error {
-		var dests []string
-		for i := 0; i < k; i++ {
-			snk, err := sink.New(sink.Options{Listen: "127.0.0.1:0", NoKeep: true})
-			if err != nil {
-				return err
-			}
-			defer snk.Close()
-			dests = append(dests, mllpDest(fmt.Sprintf("d%02d", i), snk.Addr()))
-		}
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		msgs, err := hl7Pool(2000, 1000, "FO")
-		if err != nil {
-			return err
-		}
-		return r.withEngine(ctx, mllpProject(r.parts(), addr, dests...), func(er *engineRun) error {
-			if err := er.warm(ctx, r, addr, msgs, k); err != nil {
-				return err
-			}
+		return withFanout(ctx, r, k, 2000, "FO", func(er *engineRun, addr string, msgs [][]byte) error {
 			before := er.sent()
 			// A smoke run sends a handful: each is k deliveries, all
 			// drained before the engine stops (below).
@@ -253,28 +261,8 @@ func fanout(k int) func(ctx context.Context, r *runner) error {
 func fanoutBurst(k int) func(ctx context.Context, r *runner) error {
 	name := fmt.Sprintf("fanout_%ddest_burst", k)
 	return func(ctx context.Context, r *runner) error {
-		var dests []string
-		for i := 0; i < k; i++ {
-			snk, err := sink.New(sink.Options{Listen: "127.0.0.1:0", NoKeep: true})
-			if err != nil {
-				return err
-			}
-			defer snk.Close()
-			dests = append(dests, mllpDest(fmt.Sprintf("d%02d", i), snk.Addr()))
-		}
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
 		n := r.n(6000, 40)
-		msgs, err := hl7Pool(n, 1000, "FB")
-		if err != nil {
-			return err
-		}
-		return r.withEngine(ctx, mllpProject(r.parts(), addr, dests...), func(er *engineRun) error {
-			if err := er.warm(ctx, r, addr, msgs, k); err != nil {
-				return err
-			}
+		return withFanout(ctx, r, k, n, "FB", func(er *engineRun, addr string, msgs [][]byte) error {
 			before := er.sent()
 			start := time.Now()
 			acks, sending, err := timedLoad(ctx, addr, 16, msgs, time.Hour, n)

@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/ductus/ductus/internal/testutil"
 )
 
 // TestGenericPlansFindRowsByKey prepares the adapter's statements on a
@@ -20,7 +18,6 @@ import (
 func TestGenericPlansFindRowsByKey(t *testing.T) {
 	need(t)
 	b := openSchema(t, newSchema(), nil)
-	ctx := testutil.Context(t)
 	statements := map[string]string{
 		"sqlLockActors": sqlLockActors, "sqlReadActors": sqlReadActors, "sqlReadKeys": sqlReadKeys,
 		"sqlInsertRows": sqlInsertRows, "sqlAdvanceActors": sqlAdvanceActors, "sqlDeleteActors": sqlDeleteActors,
@@ -46,41 +43,8 @@ func TestGenericPlansFindRowsByKey(t *testing.T) {
 		"sqlFinishEffects": sqlFinishEffects, "sqlClaimSends": sqlClaimSends,
 	}
 	scan := regexp.MustCompile(`Seq Scan on (\w+)`)
-	conn, err := b.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	plan := func(name, sql string) string {
-		t.Helper()
-		if _, err := conn.Exec(ctx, "PREPARE ductus_generic AS "+sql); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		defer conn.Exec(ctx, "DEALLOCATE ductus_generic")
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = 'ductus_generic'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE ductus_generic("+strings.TrimSuffix(strings.Repeat("NULL,", n), ",")+")")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		defer rows.Close()
-		var sb strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			sb.WriteString(line + "\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return sb.String()
-	}
 	for name, sql := range statements {
-		p := plan(name, sql)
+		p := explain(t, b, sql, "")
 		var tables []string
 		for _, m := range scan.FindAllStringSubmatch(p, -1) {
 			tables = append(tables, m[1])
@@ -92,8 +56,8 @@ func TestGenericPlansFindRowsByKey(t *testing.T) {
 	// The check above can only fail if EXPLAIN shows scans at all: the
 	// custom-plan statements' generic plans do scan.
 	scanned := 0
-	for name, sql := range custom {
-		if scan.MatchString(plan(name, sql)) {
+	for _, sql := range custom {
+		if scan.MatchString(explain(t, b, sql, "")) {
 			scanned++
 		}
 	}

@@ -18,7 +18,9 @@ import (
 
 // explain returns the plan the adapter's connections run query with: the
 // generic plan of the prepared statement (connections force generic
-// plans), shown by EXPLAIN EXECUTE with the given SQL literals.
+// plans), shown by EXPLAIN EXECUTE with the given SQL literals, or with
+// NULL for every parameter when literals is empty (a generic plan does not
+// depend on them).
 func explain(t *testing.T, b *Backend, query, literals string) string {
 	t.Helper()
 	ctx := testutil.Context(t)
@@ -31,6 +33,13 @@ func explain(t *testing.T, b *Backend, query, literals string) string {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.Background(), "DEALLOCATE ductus_explain")
+	if literals == "" {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = 'ductus_explain'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		literals = strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+	}
 	rows, err := conn.Query(ctx, "EXPLAIN EXECUTE ductus_explain("+literals+")")
 	if err != nil {
 		t.Fatal(err)
