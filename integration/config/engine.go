@@ -16,6 +16,8 @@ const (
 	DefaultScriptTimeout = 5 * time.Second
 	DefaultHeapMB        = 256
 	DefaultAPIListen     = "127.0.0.1:7700"
+	// DefaultWorkers is the runtime's own default (host.Config.Workers).
+	DefaultWorkers = 8
 	// MaxPartitions bounds lanes per interface: each lane of each destination
 	// is an actor, so the product is what the runtime schedules.
 	MaxPartitions = 1024
@@ -38,6 +40,10 @@ func readEngine(o *obj, dir string) (Engine, int) {
 		e.Script.Isolates = runtime.NumCPU()
 	}
 	s.finish(nil)
+
+	rt := o.child("runtime")
+	e.Runtime.Workers = rt.integer("workers", DefaultWorkers, 1, 256)
+	rt.finish(nil)
 
 	a := o.child("api")
 	apiLine := a.line

@@ -97,6 +97,16 @@ func TestProblems(t *testing.T) {
 			want:  []want{{"ductus.yaml", 1, "partitions", "want a number from 1 to 1024, got 5000"}},
 		},
 		{
+			name:  "runtime.workers out of range",
+			files: map[string]string{"ductus.yaml": "runtime:\n  workers: 0\n"},
+			want:  []want{{"ductus.yaml", 2, "runtime.workers", "want a number from 1 to 256, got 0"}},
+		},
+		{
+			name:  "runtime: an unknown key",
+			files: map[string]string{"ductus.yaml": "runtime:\n  worker: 4\n"},
+			want:  []want{{"ductus.yaml", 2, "runtime.worker", "unknown key"}},
+		},
+		{
 			name:  "missing required key",
 			files: map[string]string{ifFile: "source:\n  type: mllp\ndestinations:\n  emr:\n    type: mllp\n    host: emr.local\n    port: 6661\n"},
 			want:  []want{{ifFile, 1, "source.listen", "missing required key"}},

@@ -46,8 +46,16 @@ type Engine struct {
 	// SecretsFile is the secrets file's absolute path, "" when none is named.
 	SecretsFile string
 	Script      ScriptLimits
+	Runtime     Runtime
 	API         API
 	Log         Log
+}
+
+// Runtime tunes the actor runtime the engine runs on.
+type Runtime struct {
+	// Workers is how many activations (lane turns, schedules) the
+	// process runs at once.
+	Workers int
 }
 
 // Database says which backend to open.

@@ -283,6 +283,7 @@ func (e *Engine) buildHost(opts Options) error {
 	maxPayload := 16 << 20
 	cfg := host.Config{
 		Backend: e.be, Registry: reg, Logger: e.log, Metrics: e.reg, Effects: fx, Kind: "ductus", Version: opts.Version,
+		Workers: e.proj.Engine.Runtime.Workers,
 		// Outputs travel in effect arguments and (with save_output) in
 		// results: allow whole messages.
 		Limits: actor.Limits{EffectBytes: maxPayload, ResultBytes: maxPayload, MailboxMessages: -1},
