@@ -35,9 +35,8 @@ func TestGenericPlansFindRowsByKey(t *testing.T) {
 		"sqlLockSends": sqlLockSends, "sqlDelivered": sqlDelivered, "sqlSendFull": sqlSendFull, "sqlSendBlocked": sqlSendBlocked,
 		"sqlClaimReminders": sqlClaimReminders, "sqlLockReminders": sqlLockReminders,
 	}
-	// Statements that run with a custom plan, made with the tables'
-	// current sizes (customPlan, or the enqueue's choice for many actors),
-	// so their generic plan is never used.
+	// Statements that always run with a custom plan (customPlan), made
+	// with the tables' current sizes, so their generic plan is never used.
 	custom := map[string]string{
 		"sqlClaimUnordered": sqlClaimUnordered, "sqlClaimRuns": sqlClaimRuns,
 		"sqlFinishEffects": sqlFinishEffects, "sqlClaimSends": sqlClaimSends,

@@ -31,7 +31,6 @@ func TestExampleProject(t *testing.T) {
 		Durability:  DurabilityRelaxed,
 		SecretsFile: filepath.Join(dir, "secrets", "dev.json"),
 		Script:      ScriptLimits{Timeout: 2 * time.Second, HeapMB: 128, Isolates: 2},
-		Runtime:     Runtime{Workers: DefaultWorkers},
 		API:         API{Listen: "127.0.0.1:7701"},
 		Log:         Log{Level: slog.LevelDebug, Format: LogJSON},
 	}
@@ -199,7 +198,6 @@ func TestDefaults(t *testing.T) {
 		Partitions: 64,
 		Durability: DurabilityStrict,
 		Script:     ScriptLimits{Timeout: 5 * time.Second, HeapMB: 256, Isolates: runtime.NumCPU()},
-		Runtime:    Runtime{Workers: DefaultWorkers},
 		API:        API{Listen: "127.0.0.1:7700"},
 		Log:        Log{Level: slog.LevelInfo, Format: LogText},
 	}

@@ -16,8 +16,6 @@ const (
 	DefaultScriptTimeout = 5 * time.Second
 	DefaultHeapMB        = 256
 	DefaultAPIListen     = "127.0.0.1:7700"
-	// DefaultWorkers is the runtime's own default (host.Config.Workers).
-	DefaultWorkers = 8
 	// MaxPartitions bounds lanes per interface: each lane of each destination
 	// is an actor, so the product is what the runtime schedules.
 	MaxPartitions = 1024
@@ -42,7 +40,7 @@ func readEngine(o *obj, dir string) (Engine, int) {
 	s.finish(nil)
 
 	rt := o.child("runtime")
-	e.Runtime.Workers = rt.integer("workers", DefaultWorkers, 1, 256)
+	e.Runtime.Workers = rt.integer("workers", 0, 1, 256) // unset: 0, the runtime's own default
 	rt.finish(nil)
 
 	a := o.child("api")

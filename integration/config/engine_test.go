@@ -2,8 +2,8 @@ package config
 
 import "testing"
 
-// TestRuntimeWorkers: runtime.workers reaches Engine.Runtime (the
-// default is in TestDefaults).
+// TestRuntimeWorkers: runtime.workers reaches Engine.Runtime (unset, it
+// is 0, the runtime's default: TestDefaults).
 func TestRuntimeWorkers(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string

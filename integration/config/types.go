@@ -54,7 +54,8 @@ type Engine struct {
 // Runtime tunes the actor runtime the engine runs on.
 type Runtime struct {
 	// Workers is how many activations (lane turns, schedules) the
-	// process runs at once.
+	// process runs at once; 0 when ductus.yaml does not say, which leaves
+	// the runtime's default (host.Config.Workers).
 	Workers int
 }
 

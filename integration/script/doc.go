@@ -14,10 +14,12 @@
 // binds an interface on its first call there (about 1 ms, once), so a host
 // holds a context (about 120 KB) only per interface and isolate that has
 // had a call, not one per interface from the start. Closed contexts'
-// memory is handed back to the system every 64 of them (worker.trim). A call decodes the payload by
-// its format, runs the named function as fn(msg, meta) and encodes what it
-// returns by the output format; the Result says what the transform decided:
-// output, filtered, quarantined, transient or runaway.
+// memory is handed back to the system every 64 of them (worker.trim).
+//
+// A call decodes the payload by its format, runs the named function as
+// fn(msg, meta) and encodes what it returns by the output format; the
+// Result says what the transform decided: output, filtered, quarantined,
+// transient or runaway.
 //
 // # What interface code sees
 //
